@@ -1,0 +1,47 @@
+# The README's two commands: `make demo` (the dashboard, a worker and a live demo run) and `make test`.
+# Both set up everything from a fresh clone; a second run skips what is already installed.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export TRL_EXPERIMENTAL_SILENCE := 1
+
+.PHONY: demo test setup lint format bench clean
+
+$(STAMP): pyproject.toml package.json
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# torch first, pinned: this takes the CPU wheel on a machine without a GPU and never a CUDA build here.
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip check
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: setup
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py collectstatic --noinput -v 0
+	$(PY) manage.py bootstrap
+	@echo "Trainyard: http://$${TRAINYARD_HOST:-127.0.0.1}:$${TRAINYARD_PORT:-8000}/  (Ctrl-C stops everything)"
+	$(VENV)/bin/honcho start -f Procfile
+
+# Tests run on the embedded default unless DATABASE_URL / REDIS_URL say otherwise (.ci/run sets them);
+# their data folder is apart from the demo's so a running demo and its worker never see test traffic.
+test: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	TRAINYARD_DATA_DIR=$${TRAINYARD_DATA_DIR:-$(CURDIR)/var/test} $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+lint:
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+bench: setup
+	@for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf var

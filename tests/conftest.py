@@ -1,0 +1,129 @@
+"""Shared fixtures: alice (owner) and bob (member) in Acme, charlie (owner) in Globex; real services."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.factories import MembershipFactory, TeamFactory, UserFactory
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from django.conf import settings
+
+    if settings.REDIS_IS_EMBEDDED:
+        from webapp.core.embedded_redis import ensure_running
+
+        ensure_running(Path(settings.EMBEDDED_REDIS_SOCKET))
+
+
+@pytest.fixture
+def acme(db):
+    return TeamFactory(name="Acme", slug="acme")
+
+
+@pytest.fixture
+def globex(db):
+    return TeamFactory(name="Globex", slug="globex")
+
+
+@pytest.fixture
+def alice(acme):
+    user = UserFactory(username="alice")
+    MembershipFactory(team=acme, user=user, role="owner")
+    return user
+
+
+@pytest.fixture
+def bob(acme):
+    user = UserFactory(username="bob")
+    MembershipFactory(team=acme, user=user, role="member")
+    return user
+
+
+@pytest.fixture
+def charlie(globex):
+    user = UserFactory(username="charlie")
+    MembershipFactory(team=globex, user=user, role="owner")
+    return user
+
+
+@pytest.fixture
+def client_for(client):
+    """client_for(user) logs the test client in as that user."""
+
+    def login(user):
+        client.force_login(user)
+        return client
+
+    return login
+
+
+def database_url_for_subprocess() -> str:
+    """The URL of the test database as pytest-django set it up, for processes we start (worker, trainer)."""
+    from django.db import connection
+
+    s = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{s['NAME']}"
+    host = s.get("HOST") or "127.0.0.1"
+    user = s.get("USER") or ""
+    password = f":{s['PASSWORD']}" if s.get("PASSWORD") else ""
+    auth = f"{user}{password}@" if user else ""
+    return f"postgres://{auth}{host}:{s.get('PORT') or 5432}/{s['NAME']}"
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    from django.conf import settings
+
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=database_url_for_subprocess(),
+        REDIS_URL=settings.REDIS_URL,
+        TRAINYARD_DATA_DIR=str(settings.DATA_DIR),
+        DJANGO_SETTINGS_MODULE="webapp.settings",
+        PYTHONUNBUFFERED="1",
+    )
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(scope="session")
+def live_worker(django_db_setup, django_db_blocker):
+    """A real `celery worker` process on the test database and the test Redis."""
+    from workers.celery_app import app
+
+    with django_db_blocker.unblock():
+        env = subprocess_env()
+    log_path = Path(env["TRAINYARD_DATA_DIR"]) / "test-worker.log"
+    hostname = f"test-worker-{os.getpid()}@localhost"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "workers", "worker", "-Q", "gpu,default", "-c", "1",
+             "-n", hostname, "--loglevel", "INFO", "--without-gossip", "--without-mingle"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        replies = app.control.ping(destination=[hostname], timeout=0.5)
+        if replies:
+            break
+        if proc.poll() is not None:
+            pytest.fail(f"celery worker exited: {log_path.read_text()[-3000:]}")
+    else:
+        proc.kill()
+        pytest.fail(f"celery worker did not answer within 60 s: {log_path.read_text()[-3000:]}")
+    yield proc
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from webapp.accounts import views as account_views
+from webapp.core import views as core_views
+
+handler403 = "webapp.accounts.views.permission_denied"
+
+urlpatterns = [
+    path("", core_views.home, name="home"),
+    path("healthz", core_views.healthz, name="healthz"),
+    path("login/", auth_views.LoginView.as_view(template_name="accounts/login.html"), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("teams/switch/", account_views.team_switch, name="team-switch"),
+    path("teams/<slug:slug>/members/", account_views.team_members, name="team-members"),
+    path(
+        "teams/<slug:slug>/members/<int:membership_id>/role/",
+        account_views.membership_role,
+        name="membership-role",
+    ),
+    path(
+        "teams/<slug:slug>/members/<int:membership_id>/remove/",
+        account_views.membership_remove,
+        name="membership-remove",
+    ),
+    path("admin/", admin.site.urls),
+]

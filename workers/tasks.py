@@ -1,0 +1,3 @@
+"""Celery tasks: thin wrappers that take ids and call services."""
+
+from __future__ import annotations
