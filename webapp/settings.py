@@ -96,6 +96,7 @@ INSTALLED_APPS = [
     "channels",
     "webapp.accounts",
     "webapp.core",
+    "webapp.catalog",
 ]
 
 MIDDLEWARE = [
@@ -179,6 +180,13 @@ CELERY_TASK_ACKS_LATE = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
+# Environments: where their servers run. Docker settings have the ordinary values as defaults; CI here uses
+# host networking and a base image made locally ("local"), since no registry can be reached.
+TRAINYARD_ENV_PROVIDER = env_choice("TRAINYARD_ENV_PROVIDER", "process", {"process", "docker"})
+TRAINYARD_DOCKER_BASE_IMAGE = env_str("TRAINYARD_DOCKER_BASE_IMAGE", "python:3.11-slim")
+TRAINYARD_DOCKER_NETWORK = env_str("TRAINYARD_DOCKER_NETWORK", "trainyard-envs")
+TRAINYARD_ENV_STEP_TIMEOUT = env_int("TRAINYARD_ENV_STEP_TIMEOUT", 30, minimum=1)
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
@@ -211,5 +219,5 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("TRAINYARD_LOG_LEVEL", "INFO")},
-    "loggers": {"django.channels.server": {"level": "WARNING"}},
+    "loggers": {"django.channels.server": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
 }

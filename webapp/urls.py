@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import include, path
 
 from webapp.accounts import views as account_views
 from webapp.core import views as core_views
@@ -26,5 +26,6 @@ urlpatterns = [
         account_views.membership_remove,
         name="membership-remove",
     ),
+    path("envs/", include("webapp.catalog.urls")),
     path("admin/", admin.site.urls),
 ]

@@ -1,9 +1,8 @@
-"""What `manage.py bootstrap` does. Later parts add steps to BOOTSTRAP_STEPS; each step must be idempotent."""
+"""What `manage.py bootstrap` does; every step is idempotent."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from typing import TextIO
 
 from django.contrib.auth import get_user_model
@@ -29,10 +28,9 @@ def demo_user_and_team(stdout: TextIO) -> tuple:
     return user, team
 
 
-BOOTSTRAP_STEPS: list[Callable[..., None]] = []
-
-
 def run_bootstrap(*, stdout: TextIO, skip_model: bool = False) -> None:
+    from webapp.catalog.services import builtins_register
+
     user, team = demo_user_and_team(stdout)
-    for step in BOOTSTRAP_STEPS:
-        step(stdout=stdout, user=user, team=team, skip_model=skip_model)
+    versions = builtins_register(team=team, user=user, progress=lambda m: stdout.write(f"… {m}\n"))
+    stdout.write(f"Built-in environments: {', '.join(str(v) for v in versions)}\n")

@@ -1,0 +1,95 @@
+"""The provider interface. A Kubernetes provider would implement the same three calls with a Deployment whose
+endpoints are Service URLs and whose handles are pod names."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import httpx
+
+SourceKind = Literal["folder", "image", "url"]
+
+
+class ProvisionError(Exception):
+    """The environment could not be brought up; the message says why, quoting the server's log when there is one."""
+
+
+@dataclass(frozen=True)
+class EnvSource:
+    """Where an environment version comes from. `folder` is an OpenEnv folder (openenv.yaml, server/app.py)."""
+
+    kind: SourceKind
+    reference: str
+    capacity: int = 64  # sessions one replica accepts (OPENENV_MAX_SESSIONS for the servers we start)
+
+    @property
+    def folder(self) -> Path:
+        if self.kind != "folder":
+            raise ValueError(f"a {self.kind} source has no folder")
+        return Path(self.reference)
+
+    @property
+    def package(self) -> str:
+        return self.folder.name
+
+
+@dataclass
+class Deployment:
+    provider: str
+    deployment_id: str
+    endpoints: list[str]
+    capacity_per_replica: int
+    handles: list[Any] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def capacity(self) -> int:
+        return self.capacity_per_replica * len(self.endpoints)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "deployment_id": self.deployment_id,
+            "endpoints": self.endpoints,
+            "capacity_per_replica": self.capacity_per_replica,
+            "labels": self.labels,
+        }
+
+
+class Provider(Protocol):
+    kind: str
+
+    def provision(
+        self, source: EnvSource, *, replicas: int = 1, labels: dict[str, str] | None = None
+    ) -> Deployment: ...
+
+    def health(self, deployment: Deployment) -> list[bool]: ...
+
+    def teardown(self, deployment: Deployment) -> None: ...
+
+
+def new_deployment_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def is_healthy(endpoint: str, *, timeout: float = 2.0) -> bool:
+    try:
+        response = httpx.get(endpoint.rstrip("/") + "/health", timeout=timeout)
+    except httpx.HTTPError:
+        return False
+    return response.status_code == 200
+
+
+def content_hash(folder: Path, *extra: str) -> str:
+    """A hash of every file under an environment folder (and any extra strings), for caching images."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(str(path.relative_to(folder)).encode())
+        digest.update(path.read_bytes())
+    for item in extra:
+        digest.update(item.encode())
+    return digest.hexdigest()

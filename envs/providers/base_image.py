@@ -1,0 +1,61 @@
+"""A base image made here, for machines that cannot pull `python:3.11-slim` from a registry.
+
+Debian's mirror is reachable where registries are not: `debootstrap` a minimal bookworm (its python3 is 3.11)
+and `docker import` it. Environment Dockerfiles only need `python3 -m venv` and pip, which this image has.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+LOCAL_BASE_TAG = "trainyard/base:bookworm-py311-v2"
+PACKAGES = "python3,python3-venv,python3-pip,ca-certificates"
+CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+
+
+def local_base_image(client, *, work_dir: Path | None = None, progress=print) -> str:
+    """Return the tag of the locally made base image, building it once (about two minutes) if missing."""
+    import docker.errors
+
+    try:
+        client.images.get(LOCAL_BASE_TAG)
+        return LOCAL_BASE_TAG
+    except docker.errors.ImageNotFound:
+        pass
+    if shutil.which("debootstrap") is None:
+        raise RuntimeError("debootstrap is needed to make a base image here: apt-get install debootstrap")
+    work_dir = Path(work_dir or tempfile.gettempdir())
+    work_dir.mkdir(parents=True, exist_ok=True)
+    rootfs = Path(tempfile.mkdtemp(prefix="trainyard-rootfs-", dir=work_dir))
+    try:
+        progress(f"making base image {LOCAL_BASE_TAG} with debootstrap (about two minutes, once per machine)")
+        subprocess.run(
+            ["debootstrap", "--variant=minbase", f"--include={PACKAGES}", "bookworm", str(rootfs)],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        # pip inside builds verifies the registry with the machine's own CA bundle (it may hold a proxy's CA).
+        if CA_BUNDLE.exists():
+            target = rootfs / "etc/ssl/certs/ca-certificates.crt"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(CA_BUNDLE, target)
+        for cache in ("var/cache/apt/archives", "var/lib/apt/lists"):
+            shutil.rmtree(rootfs / cache, ignore_errors=True)
+        tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
+        env = dict(os.environ)
+        subprocess.run(
+            ["docker", "import",
+             "--change", "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+             "--change", "ENV PIP_CERT=/etc/ssl/certs/ca-certificates.crt",
+             "--change", "ENV LANG=C.UTF-8", "--change", 'CMD ["/bin/sh"]', "-", LOCAL_BASE_TAG],
+            stdin=tar.stdout, check=True, env=env, stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        tar.wait()
+    finally:
+        shutil.rmtree(rootfs, ignore_errors=True)
+    return LOCAL_BASE_TAG

@@ -1,0 +1,250 @@
+"""Environment servers as locked-down Docker containers (docker SDK).
+
+Images of environment folders are built on a configurable base and cached by a hash of the folder's content and
+the base image, so each version is built once per engine. Containers run with a read-only root (a small tmpfs
+for /tmp), a non-root user, every capability dropped, no-new-privileges, memory/CPU/pids limits, and no egress:
+by default they sit on an internal bridge network that reaches nothing outside; where only host networking works
+(network="host") egress cannot be cut and the endpoint binds to 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+
+import docker
+import docker.errors
+
+from envs.providers.base import (
+    Deployment,
+    EnvSource,
+    ProvisionError,
+    content_hash,
+    is_healthy,
+    new_deployment_id,
+)
+
+LABEL_MANAGED = "trainyard.managed"
+LABEL_DEPLOYMENT = "trainyard.deployment"
+LABEL_PREFIX = "trainyard."
+INTERNAL_NETWORK = "trainyard-envs"
+CONTAINER_PORT = 8000
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class DockerProvider:
+    kind = "docker"
+
+    def __init__(
+        self,
+        *,
+        base_image: str = "python:3.11-slim",
+        network: str = INTERNAL_NETWORK,
+        memory: str = "1g",
+        cpus: float = 1.0,
+        pids_limit: int = 256,
+        start_timeout: float = 180.0,
+        build_timeout: float = 1800.0,
+        client: docker.DockerClient | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self.client = client or docker.from_env(timeout=int(build_timeout))
+        self.base_image = base_image
+        self.network = network
+        self.memory = memory
+        self.cpus = cpus
+        self.pids_limit = pids_limit
+        self.start_timeout = start_timeout
+        self.progress = progress or (lambda message: None)
+
+    # -- images ---------------------------------------------------------------------------------------------
+    def resolve_base_image(self) -> str:
+        if self.base_image == "local":
+            from envs.providers.base_image import local_base_image
+
+            return local_base_image(self.client, progress=self.progress)
+        return self.base_image
+
+    def image_for(self, source: EnvSource) -> str:
+        if source.kind == "image":
+            try:
+                self.client.images.get(source.reference)
+            except docker.errors.ImageNotFound:
+                try:
+                    self.progress(f"pulling {source.reference}")
+                    self.client.images.pull(source.reference)
+                except docker.errors.APIError as exc:
+                    raise ProvisionError(f"image {source.reference!r} is not here and cannot be pulled: {exc}") from exc
+            return source.reference
+        if source.kind != "folder":
+            raise ProvisionError(f"the docker provider runs images or environment folders, not a {source.kind} source")
+        if not (source.folder / "Dockerfile").exists():
+            raise ProvisionError(f"{source.folder} has no Dockerfile")
+        base = self.resolve_base_image()
+        try:
+            base_id = self.client.images.get(base).id
+        except docker.errors.ImageNotFound:
+            base_id = base  # the build will pull it (or fail with a clear message)
+        tag = f"trainyard-env/{source.package.replace('_', '-')}:{content_hash(source.folder, base_id)[:16]}"
+        try:
+            self.client.images.get(tag)
+            return tag
+        except docker.errors.ImageNotFound:
+            pass
+        self.progress(f"building {tag} on {base}")
+        try:
+            self.client.images.build(
+                path=str(source.folder),
+                tag=tag,
+                buildargs={"BASE_IMAGE": base},
+                network_mode="host" if self.network == "host" else None,
+                rm=True,
+                forcerm=True,
+                labels={LABEL_MANAGED: "1"},
+            )
+        except docker.errors.BuildError as exc:
+            lines = "".join(str(chunk.get("stream") or chunk.get("error") or "") for chunk in exc.build_log)
+            raise ProvisionError(f"building {tag} failed: {exc.msg}\n{lines[-3000:]}") from exc
+        except docker.errors.APIError as exc:
+            raise ProvisionError(f"building {tag} failed: {exc}") from exc
+        return tag
+
+    # -- containers -----------------------------------------------------------------------------------------
+    def _ensure_network(self) -> None:
+        if self.network in {"host", "bridge", "none"}:
+            return
+        if not self.client.networks.list(names=[self.network]):
+            # internal=True: containers reach each other and the host, never the outside world.
+            self.client.networks.create(self.network, driver="bridge", internal=True, labels={LABEL_MANAGED: "1"})
+
+    def provision(self, source: EnvSource, *, replicas: int = 1, labels: dict[str, str] | None = None) -> Deployment:
+        image = self.image_for(source)
+        self._ensure_network()
+        deployment = Deployment(
+            provider=self.kind,
+            deployment_id=new_deployment_id(),
+            endpoints=[],
+            capacity_per_replica=source.capacity,
+            labels=dict(labels or {}),
+        )
+        try:
+            for index in range(replicas):
+                container, endpoint = self._run(image, source, deployment, index)
+                deployment.handles.append(container.id)
+                deployment.endpoints.append(endpoint)
+            for container_id, endpoint in zip(deployment.handles, deployment.endpoints, strict=True):
+                self._wait_healthy(container_id, endpoint)
+        except BaseException:
+            self.teardown(deployment)
+            raise
+        return deployment
+
+    def _run(self, image: str, source: EnvSource, deployment: Deployment, index: int):
+        container_labels = {LABEL_MANAGED: "1", LABEL_DEPLOYMENT: deployment.deployment_id}
+        container_labels.update({LABEL_PREFIX + k: str(v) for k, v in deployment.labels.items()})
+        host_mode = self.network == "host"
+        port = _free_port() if host_mode else CONTAINER_PORT
+        options = dict(
+            image=image,
+            detach=True,
+            name=f"trainyard-{deployment.deployment_id}-{index}",
+            labels=container_labels,
+            environment={
+                "HOST": "127.0.0.1" if host_mode else "0.0.0.0",
+                "PORT": str(port),
+                "OPENENV_MAX_SESSIONS": str(source.capacity),
+            },
+            read_only=True,
+            tmpfs={"/tmp": "rw,nosuid,nodev,size=64m,mode=1777"},  # noqa: S108 - the container's own tmpfs
+            user="65532:65532",
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            mem_limit=self.memory,
+            nano_cpus=int(self.cpus * 1e9),
+            pids_limit=self.pids_limit,
+            network_mode=self.network,
+        )
+        try:
+            container = self.client.containers.run(**options)
+        except docker.errors.APIError as exc:
+            raise ProvisionError(f"starting a container of {image} failed: {exc}") from exc
+        if host_mode:
+            return container, f"http://127.0.0.1:{port}"
+        container.reload()
+        networks = container.attrs["NetworkSettings"]["Networks"]
+        address = next((n.get("IPAddress") for n in networks.values() if n.get("IPAddress")), None)
+        if not address:
+            raise ProvisionError(f"container {container.name} got no address on network {self.network}")
+        return container, f"http://{address}:{CONTAINER_PORT}"
+
+    def _logs(self, container_id: str) -> str:
+        try:
+            return self.client.containers.get(container_id).logs(tail=60).decode(errors="replace")
+        except docker.errors.APIError:
+            return "(no log: the container is gone)"
+
+    def _wait_healthy(self, container_id: str, endpoint: str) -> None:
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            try:
+                container = self.client.containers.get(container_id)
+            except docker.errors.NotFound:
+                raise ProvisionError(f"container {container_id[:12]} disappeared while starting") from None
+            if container.status in {"exited", "dead"}:
+                raise ProvisionError(
+                    f"the environment container exited ({container.attrs['State'].get('ExitCode')}) before it was "
+                    f"healthy; its log ends with:\n{self._logs(container_id)}"
+                )
+            if is_healthy(endpoint, timeout=1.0):
+                return
+            time.sleep(0.25)
+        raise ProvisionError(
+            f"the environment container was not healthy at {endpoint} within {self.start_timeout:g} s; "
+            f"its log ends with:\n{self._logs(container_id)}"
+        )
+
+    def health(self, deployment: Deployment) -> list[bool]:
+        return [is_healthy(e) for e in deployment.endpoints]
+
+    def teardown(self, deployment: Deployment) -> None:
+        for container_id in list(deployment.handles):
+            try:
+                self.client.containers.get(container_id).remove(force=True)
+            except docker.errors.NotFound:
+                pass
+            deployment.handles.remove(container_id)
+
+    def managed_containers(self, **labels: str) -> list:
+        filters = [f"{LABEL_MANAGED}=1"] + [f"{LABEL_PREFIX}{k}={v}" for k, v in labels.items()]
+        return self.client.containers.list(all=True, filters={"label": filters})
+
+    def reap(self, *, keep_deployments: set[str] = frozenset(), **labels: str) -> list[str]:
+        """Force-remove managed containers matching `labels` whose deployment is not in `keep_deployments`."""
+        removed = []
+        for container in self.managed_containers(**labels):
+            if container.labels.get(LABEL_DEPLOYMENT) in keep_deployments:
+                continue
+            try:
+                container.remove(force=True)
+                removed.append(container.name)
+            except docker.errors.NotFound:
+                pass
+        return removed
+
+
+def docker_available(client_factory: Callable[[], docker.DockerClient] = docker.from_env) -> str | None:
+    """None when an engine answers, else the reason it does not."""
+    try:
+        client_factory().ping()
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+__all__ = ["DockerProvider", "docker_available"]

@@ -1,0 +1,158 @@
+"""Environment servers as local processes: the laptop default and the embedded demo's provider."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from envs.providers.base import Deployment, EnvSource, ProvisionError, is_healthy, new_deployment_id
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class ServerProcess:
+    pid: int
+    log_path: Path
+    popen: subprocess.Popen | None = None
+
+
+def log_tail(path: Path, limit: int = 2000) -> str:
+    try:
+        return path.read_text(errors="replace")[-limit:]
+    except OSError:
+        return ""
+
+
+class ProcessProvider:
+    kind = "process"
+
+    def __init__(
+        self,
+        *,
+        log_dir: str | Path | None = None,
+        start_timeout: float = 60.0,
+        stop_grace: float = 5.0,
+        python: str = sys.executable,
+    ) -> None:
+        self.log_dir = Path(log_dir) if log_dir else Path(tempfile.gettempdir()) / "trainyard-env-logs"
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.start_timeout = start_timeout
+        self.stop_grace = stop_grace
+        self.python = python
+
+    def provision(self, source: EnvSource, *, replicas: int = 1, labels: dict[str, str] | None = None) -> Deployment:
+        if source.kind != "folder":
+            raise ProvisionError(f"the process provider runs environment folders, not a {source.kind} source")
+        if not (source.folder / "server" / "app.py").exists():
+            raise ProvisionError(f"{source.folder} has no server/app.py")
+        deployment = Deployment(
+            provider=self.kind,
+            deployment_id=new_deployment_id(),
+            endpoints=[],
+            capacity_per_replica=source.capacity,
+            labels=dict(labels or {}),
+        )
+        try:
+            for index in range(replicas):
+                endpoint, server = self._start(source, deployment.deployment_id, index)
+                deployment.handles.append(server)
+                deployment.endpoints.append(endpoint)
+            for endpoint, server in zip(deployment.endpoints, deployment.handles, strict=True):
+                self._wait_healthy(endpoint, server)
+        except BaseException:
+            self.teardown(deployment)
+            raise
+        return deployment
+
+    def _start(self, source: EnvSource, deployment_id: str, index: int) -> tuple[str, ServerProcess]:
+        # We bind and listen ourselves and hand the socket down: the port is ours from the start, no race.
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(512)
+        port = sock.getsockname()[1]
+        log_path = self.log_dir / f"{source.package}-{deployment_id}-{index}.log"
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(source.folder.parent), str(REPO_ROOT), env.get("PYTHONPATH", "")])
+        env["OPENENV_MAX_SESSIONS"] = str(source.capacity)
+        env["PYTHONUNBUFFERED"] = "1"
+        command = [self.python, "-m", "envs.providers.serve", "--fd", str(sock.fileno()),
+                   "--app", f"{source.package}.server.app:app"]  # fmt: skip
+        try:
+            with log_path.open("wb") as log:
+                popen = subprocess.Popen(
+                    command,
+                    cwd=source.folder.parent,
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    pass_fds=[sock.fileno()],
+                    start_new_session=True,  # its own process group: teardown signals the whole tree
+                )
+        finally:
+            sock.close()
+        return f"http://127.0.0.1:{port}", ServerProcess(pid=popen.pid, log_path=log_path, popen=popen)
+
+    def _wait_healthy(self, endpoint: str, server: ServerProcess) -> None:
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if server.popen is not None and server.popen.poll() is not None:
+                raise ProvisionError(
+                    f"the environment server exited with code {server.popen.returncode} before it was healthy:\n"
+                    f"{log_tail(server.log_path)}"
+                )
+            if is_healthy(endpoint, timeout=1.0):
+                return
+            time.sleep(0.1)
+        raise ProvisionError(
+            f"the environment server at {endpoint} was not healthy within {self.start_timeout:g} s:\n"
+            f"{log_tail(server.log_path)}"
+        )
+
+    def health(self, deployment: Deployment) -> list[bool]:
+        return [is_healthy(endpoint) for endpoint in deployment.endpoints]
+
+    def teardown(self, deployment: Deployment) -> None:
+        for server in deployment.handles:
+            self._stop(server)
+        deployment.handles.clear()
+
+    def _stop(self, server: ServerProcess) -> None:
+        try:
+            os.killpg(server.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + self.stop_grace
+        while time.monotonic() < deadline:
+            if server.popen is not None and server.popen.poll() is not None:
+                break
+            if server.popen is None and not _alive(server.pid):
+                break
+            time.sleep(0.05)
+        else:
+            try:
+                os.killpg(server.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if server.popen is not None:
+            try:
+                server.popen.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

@@ -1,0 +1,217 @@
+"""One OpenEnv session over the server's /ws socket, with timeouts we enforce ourselves.
+
+OpenEnv 0.10 applies no step timeout over /ws, and its client silently reconnects to a fresh, never-reset session
+after a client-side timeout. So a session here is thrown away after any timeout or socket error: every later
+call raises SessionBroken instead of talking to a session the episode never saw.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import websockets
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.sync.client import connect as sync_connect
+
+
+class EnvError(Exception):
+    """The server answered with an error frame (validation, execution, capacity, ...)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+class SessionBroken(Exception):
+    """The session timed out or its socket failed; it must not be used again."""
+
+
+@dataclass(frozen=True)
+class StepResult:
+    observation: dict[str, Any]
+    reward: float | None
+    done: bool
+    raw: dict[str, Any] = field(repr=False, default_factory=dict)
+
+
+def ws_url(endpoint: str) -> str:
+    base = endpoint.rstrip("/")
+    if base.startswith("https://"):
+        return "wss://" + base.removeprefix("https://") + "/ws"
+    return "ws://" + base.removeprefix("http://") + "/ws"
+
+
+def encode(kind: str, data: dict[str, Any] | None = None) -> str:
+    # state and close frames carry no data; OpenEnv refuses them with one.
+    return json.dumps({"type": kind} if data is None else {"type": kind, "data": data})
+
+
+def decode(frame: str | bytes) -> dict[str, Any]:
+    message = json.loads(frame)
+    if message.get("type") == "error":
+        data = message.get("data") or {}
+        raise EnvError(str(data.get("code", "ERROR")), str(data.get("message", data)))
+    return message.get("data") or {}
+
+
+def step_result(data: dict[str, Any]) -> StepResult:
+    reward = data.get("reward")
+    return StepResult(
+        observation=data.get("observation") or {},
+        reward=float(reward) if reward is not None else None,
+        done=bool(data.get("done", False)),
+        raw=data,
+    )
+
+
+class AsyncEnvSession:
+    """An asyncio session: `async with AsyncEnvSession(url) as s: await s.reset(seed=1); await s.step({...})`."""
+
+    def __init__(self, endpoint: str, *, timeout: float = 30.0, connect_timeout: float = 10.0) -> None:
+        self.endpoint = endpoint
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self._ws: ClientConnection | None = None
+        self.broken: str | None = None
+
+    async def __aenter__(self) -> AsyncEnvSession:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def open(self) -> None:
+        try:
+            self._ws = await asyncio.wait_for(
+                connect(ws_url(self.endpoint), max_size=2**24, open_timeout=self.connect_timeout),
+                self.connect_timeout,
+            )
+        except (OSError, TimeoutError, websockets.WebSocketException) as exc:
+            raise SessionBroken(f"cannot open a session at {self.endpoint}: {exc}") from exc
+
+    async def _call(self, kind: str, data: dict[str, Any] | None, timeout: float | None) -> dict[str, Any]:
+        if self.broken:
+            raise SessionBroken(self.broken)
+        if self._ws is None:
+            await self.open()
+        assert self._ws is not None
+        limit = self.timeout if timeout is None else timeout
+        try:
+            await self._ws.send(encode(kind, data))
+            frame = await asyncio.wait_for(self._ws.recv(), limit)
+        except TimeoutError:
+            await self._discard(f"{kind} took longer than {limit:g} s; the session was discarded")
+            raise SessionBroken(self.broken) from None
+        except (OSError, websockets.WebSocketException) as exc:
+            # The server may have said why before closing (e.g. CAPACITY_REACHED on connect): surface that.
+            last_word = None
+            try:
+                last_word = await asyncio.wait_for(self._ws.recv(), 0.5)
+            except (OSError, TimeoutError, websockets.WebSocketException):
+                pass
+            await self._discard(f"the session's socket failed during {kind}: {exc}")
+            if last_word is not None:
+                decode(last_word)
+            raise SessionBroken(self.broken) from exc
+        return decode(frame)
+
+    async def _discard(self, reason: str) -> None:
+        self.broken = reason
+        if self._ws is not None:
+            ws, self._ws = self._ws, None
+            await ws.close()
+
+    async def reset(self, *, timeout: float | None = None, **kwargs: Any) -> StepResult:
+        return step_result(await self._call("reset", kwargs, timeout))
+
+    async def step(self, action: dict[str, Any], *, timeout: float | None = None) -> StepResult:
+        return step_result(await self._call("step", action, timeout))
+
+    async def state(self, *, timeout: float | None = None) -> dict[str, Any]:
+        return await self._call("state", None, timeout)
+
+    async def close(self) -> None:
+        if self._ws is not None:
+            ws, self._ws = self._ws, None
+            try:
+                await ws.send(encode("close"))
+            except websockets.WebSocketException:
+                pass
+            await ws.close()
+
+
+class EnvSession:
+    """The blocking twin of AsyncEnvSession, for the CLI, the probes and scripts."""
+
+    def __init__(self, endpoint: str, *, timeout: float = 30.0, connect_timeout: float = 10.0) -> None:
+        self.endpoint = endpoint
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self._ws = None
+        self.broken: str | None = None
+
+    def __enter__(self) -> EnvSession:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def open(self) -> None:
+        try:
+            self._ws = sync_connect(ws_url(self.endpoint), max_size=2**24, open_timeout=self.connect_timeout)
+        except (OSError, TimeoutError, websockets.WebSocketException) as exc:
+            raise SessionBroken(f"cannot open a session at {self.endpoint}: {exc}") from exc
+
+    def _call(self, kind: str, data: dict[str, Any] | None, timeout: float | None) -> dict[str, Any]:
+        if self.broken:
+            raise SessionBroken(self.broken)
+        if self._ws is None:
+            self.open()
+        limit = self.timeout if timeout is None else timeout
+        try:
+            self._ws.send(encode(kind, data))
+            frame = self._ws.recv(timeout=limit)
+        except TimeoutError:
+            self._discard(f"{kind} took longer than {limit:g} s; the session was discarded")
+            raise SessionBroken(self.broken) from None
+        except (OSError, websockets.WebSocketException) as exc:
+            last_word = None
+            try:
+                last_word = self._ws.recv(timeout=0.5)
+            except (OSError, TimeoutError, websockets.WebSocketException):
+                pass
+            self._discard(f"the session's socket failed during {kind}: {exc}")
+            if last_word is not None:
+                decode(last_word)  # raises EnvError with the server's reason
+            raise SessionBroken(self.broken) from exc
+        return decode(frame)
+
+    def _discard(self, reason: str) -> None:
+        self.broken = reason
+        if self._ws is not None:
+            ws, self._ws = self._ws, None
+            ws.close()
+
+    def reset(self, *, timeout: float | None = None, **kwargs: Any) -> StepResult:
+        return step_result(self._call("reset", kwargs, timeout))
+
+    def step(self, action: dict[str, Any], *, timeout: float | None = None) -> StepResult:
+        return step_result(self._call("step", action, timeout))
+
+    def state(self, *, timeout: float | None = None) -> dict[str, Any]:
+        return self._call("state", None, timeout)
+
+    def close(self) -> None:
+        if self._ws is not None:
+            ws, self._ws = self._ws, None
+            try:
+                ws.send(encode("close"))
+            except websockets.WebSocketException:
+                pass
+            ws.close()

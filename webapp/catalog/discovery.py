@@ -1,0 +1,52 @@
+"""Ask a running OpenEnv server what it is: /schema (action, observation, state) and /metadata, then derive tools."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from envs.tools import SchemaError, ToolSpec, tools_from_action_schema
+
+
+class DiscoveryError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Discovered:
+    action_schema: dict[str, Any]
+    observation_schema: dict[str, Any]
+    state_schema: dict[str, Any]
+    metadata: dict[str, Any]
+    tools: list[ToolSpec]
+
+
+def discover(endpoint: str, *, timeout: float = 10.0) -> Discovered:
+    try:
+        schema = httpx.get(f"{endpoint}/schema", timeout=timeout)
+        schema.raise_for_status()
+        body = schema.json()
+    except (httpx.HTTPError, ValueError) as exc:
+        raise DiscoveryError(f"GET {endpoint}/schema failed: {exc}") from exc
+    if not isinstance(body, dict) or not isinstance(body.get("action"), dict):
+        raise DiscoveryError("the server's /schema has no action schema")
+    try:
+        tools = tools_from_action_schema(body["action"])
+    except SchemaError as exc:
+        raise DiscoveryError(f"the action schema cannot become tools: {exc}") from exc
+    metadata: dict[str, Any] = {}
+    try:
+        response = httpx.get(f"{endpoint}/metadata", timeout=timeout)
+        if response.status_code == 200 and isinstance(response.json(), dict):
+            metadata = response.json()
+    except (httpx.HTTPError, ValueError):
+        metadata = {}
+    return Discovered(
+        action_schema=body["action"],
+        observation_schema=body.get("observation") or {},
+        state_schema=body.get("state") or {},
+        metadata=metadata,
+        tools=tools,
+    )

@@ -1,0 +1,43 @@
+"""Reads of the catalog, scoped to what the user may see: their teams' environments and shared ones."""
+
+from __future__ import annotations
+
+from django.db.models import Q, QuerySet
+
+from webapp.accounts.selectors import team_list_for_user
+from webapp.catalog.models import Environment, EnvironmentVersion, Visibility
+
+
+def environment_list(*, user, search: str = "", tag: str = "") -> QuerySet[Environment]:
+    if not user.is_authenticated:
+        return Environment.objects.none()
+    qs = Environment.objects.filter(
+        Q(team__in=team_list_for_user(user=user)) | Q(visibility=Visibility.SHARED)
+    ).select_related("team")
+    if search:
+        qs = qs.filter(Q(name__icontains=search) | Q(slug__icontains=search) | Q(description__icontains=search))
+    if tag:
+        # JSON containment is not on SQLite; tags are few, so filter the short list in Python-free SQL via LIKE.
+        qs = qs.filter(tags__icontains=f'"{tag}"')
+    return qs.distinct().order_by("name")
+
+
+def environment_get(*, user, pk: int) -> Environment:
+    return environment_list(user=user).get(pk=pk)
+
+
+def environment_get_by_slug(*, user, slug: str) -> Environment:
+    return environment_list(user=user).get(slug=slug)
+
+
+def version_get(*, user, environment_pk: int, pk: int) -> EnvironmentVersion:
+    return EnvironmentVersion.objects.select_related("environment__team").get(
+        pk=pk, environment__in=environment_list(user=user), environment_id=environment_pk
+    )
+
+
+def tag_list(*, user) -> list[str]:
+    tags: set[str] = set()
+    for row in environment_list(user=user).values_list("tags", flat=True):
+        tags.update(row or [])
+    return sorted(tags)

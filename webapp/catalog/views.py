@@ -1,0 +1,147 @@
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+
+from webapp.accounts.models import Role
+from webapp.accounts.selectors import membership_get, membership_require
+from webapp.catalog import selectors, services
+from webapp.catalog.forms import ActionForm, EnvironmentCreateForm, VersionSourceForm
+from webapp.catalog.models import Environment, EnvironmentVersion
+
+
+def _environment_or_404(request: HttpRequest, pk: int) -> Environment:
+    try:
+        return selectors.environment_get(user=request.user, pk=pk)
+    except Environment.DoesNotExist:
+        raise Http404("No such environment") from None
+
+
+def _version_or_404(request: HttpRequest, pk: int, version_pk: int) -> EnvironmentVersion:
+    try:
+        return selectors.version_get(user=request.user, environment_pk=pk, pk=version_pk)
+    except EnvironmentVersion.DoesNotExist:
+        raise Http404("No such version") from None
+
+
+def _apply_errors(form, exc: ValidationError) -> None:
+    if hasattr(exc, "error_dict"):
+        for field, errors in exc.message_dict.items():
+            form.add_error(field if field in form.fields else None, errors)
+    else:
+        form.add_error(None, exc.messages)
+
+
+@login_required
+def environment_list(request: HttpRequest) -> HttpResponse:
+    search, tag = request.GET.get("q", "").strip(), request.GET.get("tag", "").strip()
+    page = Paginator(selectors.environment_list(user=request.user, search=search, tag=tag), 25).get_page(
+        request.GET.get("page")
+    )
+    context = {"page": page, "q": search, "tag": tag, "tags": selectors.tag_list(user=request.user)}
+    template = "catalog/_environment_rows.html" if request.htmx else "catalog/environment_list.html"
+    return render(request, template, context)
+
+
+@login_required
+def environment_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    environment = _environment_or_404(request, pk)
+    membership = membership_get(user=request.user, team=environment.team)
+    versions = environment.versions.select_related("created_by")
+    return render(
+        request,
+        "catalog/environment_detail.html",
+        {
+            "environment": environment,
+            "versions": versions,
+            "can_edit": membership is not None and membership.allows(Role.MEMBER),
+            "runs_by_version": _runs_by_version(request, versions),
+        },
+    )
+
+
+def _runs_by_version(request: HttpRequest, versions) -> dict[int, list]:
+    """Runs that used each version, as far as the reader may see them (filled in by the runs app when present)."""
+    from django.apps import apps
+
+    if not apps.is_installed("webapp.runs"):
+        return {}
+    from webapp.runs.selectors import run_list
+
+    by_version: dict[int, list] = {}
+    for run in run_list(user=request.user).filter(env_version__in=versions)[:200]:
+        by_version.setdefault(run.env_version_id, []).append(run)
+    return by_version
+
+
+@login_required
+def environment_create(request: HttpRequest) -> HttpResponse:
+    if request.team is None:
+        raise Http404("You are in no team")
+    membership_require(user=request.user, team=request.team, role=Role.MEMBER)
+    form = EnvironmentCreateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            environment = services.environment_create(team=request.team, user=request.user, **data)
+        except ValidationError as exc:
+            _apply_errors(form, exc)
+        else:
+            messages.success(request, f"Added {environment.name} {data['label']}.")
+            return redirect("catalog:environment-detail", pk=environment.pk)
+    return render(request, "catalog/environment_form.html", {"form": form}, status=400 if form.errors else 200)
+
+
+@login_required
+def version_create(request: HttpRequest, pk: int) -> HttpResponse:
+    environment = _environment_or_404(request, pk)
+    membership_require(user=request.user, team=environment.team, role=Role.MEMBER)
+    form = VersionSourceForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            version = services.version_add(environment=environment, user=request.user, **form.cleaned_data)
+        except ValidationError as exc:
+            _apply_errors(form, exc)
+        else:
+            messages.success(request, f"Added version {version.label}.")
+            return redirect("catalog:environment-detail", pk=environment.pk)
+    return render(
+        request,
+        "catalog/version_form.html",
+        {"form": form, "environment": environment},
+        status=400 if form.errors else 200,
+    )
+
+
+@login_required
+def version_testdrive(request: HttpRequest, pk: int, version_pk: int) -> HttpResponse:
+    version = _version_or_404(request, pk, version_pk)
+    # Test driving starts servers: members of any team that can see the version, not viewers.
+    if not any(m.allows(Role.MEMBER) for m in request.user.memberships.all()):
+        membership_require(user=request.user, team=version.environment.team, role=Role.MEMBER)
+    tools = version.tools or []
+    tool_name = request.POST.get("tool") or request.GET.get("tool") or (tools[0]["name"] if tools else "")
+    tool = next((t for t in tools if t["name"] == tool_name), None)
+    if tool is None:
+        raise Http404("This version has no such tool")
+    form = ActionForm(request.POST or None, tool=tool)
+    drive = None
+    if request.method == "POST" and form.is_valid():
+        try:
+            drive = services.version_testdrive(
+                version=version, action=form.action(), provider_kind=request.POST.get("provider") or None,
+                seed=form.cleaned_data.get("seed"),
+            )  # fmt: skip
+        except (ValidationError, ValueError) as exc:
+            form.add_error(None, exc.messages if isinstance(exc, ValidationError) else str(exc))
+    return render(
+        request,
+        "catalog/testdrive.html",
+        {"version": version, "environment": version.environment, "form": form, "tool": tool, "tools": tools,
+         "drive": drive, "providers": ["process", "docker", "url"]},
+        status=400 if form.errors else 200,
+    )  # fmt: skip
