@@ -16,12 +16,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from openenv.core.generic_client import GenericEnvClient  # noqa: E402
+from openenv.core.generic_client import GenericEnvClient
 
-from envs.builtin import builtin_get  # noqa: E402
-from envs.providers import EnvSource  # noqa: E402
-from envs.providers.process import ProcessProvider  # noqa: E402
-from envs.session import EnvSession  # noqa: E402
+from envs.builtin import builtin_get
+from envs.providers import EnvSource
+from envs.providers.process import ProcessProvider
+from envs.session import EnvSession
 
 
 def percentile(samples: list[float], q: float) -> float:

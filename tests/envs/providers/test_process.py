@@ -36,7 +36,7 @@ def test_a_server_that_crashes_on_start_is_reported_with_its_log(process_provide
 def test_a_folder_without_a_server_is_refused(process_provider, tmp_path):
     from envs.providers import EnvSource
 
-    with pytest.raises(ProvisionError, match="no server/app.py"):
+    with pytest.raises(ProvisionError, match=r"no server/app\.py"):
         process_provider.provision(EnvSource("folder", str(tmp_path)))
 
 
