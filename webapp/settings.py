@@ -97,6 +97,8 @@ INSTALLED_APPS = [
     "webapp.accounts",
     "webapp.core",
     "webapp.catalog",
+    "webapp.runs",
+    "webapp.live",
 ]
 
 MIDDLEWARE = [
@@ -179,6 +181,16 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ACKS_LATE = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# A reserved task is re-delivered after visibility_timeout when unacknowledged; runs last hours, so make it long
+# (https://docs.celeryq.dev/en/stable/getting-started/backends-and-brokers/redis.html#visibility-timeout).
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 12 * 3600}
+CELERY_TASK_ROUTES = {"workers.execute_run": {"queue": "gpu"}}
+CELERY_BEAT_SCHEDULE = {"reap-lost-runs": {"task": "workers.reap_lost_runs", "schedule": 60.0}}
+
+# Runs: how long a cancel waits for the trainer's next step before SIGTERM, and when a silent run is lost.
+TRAINYARD_CANCEL_GRACE = env_int("TRAINYARD_CANCEL_GRACE", 20, minimum=0)
+TRAINYARD_HEARTBEAT_TIMEOUT = env_int("TRAINYARD_HEARTBEAT_TIMEOUT", 300, minimum=5)
+TRAINYARD_LOST_AFTER = env_int("TRAINYARD_LOST_AFTER", 120, minimum=10)
 
 # Environments: where their servers run. Docker settings have the ordinary values as defaults; CI here uses
 # host networking and a base image made locally ("local"), since no registry can be reached.

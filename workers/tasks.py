@@ -1,3 +1,21 @@
-"""Celery tasks: thin wrappers that take ids and call services."""
+"""Celery tasks: thin wrappers that take ids and call the code that does the work."""
 
 from __future__ import annotations
+
+from workers.celery_app import app
+
+
+# acks_late stays off: a lost worker's run is failed by the reaper ("worker lost") rather than re-delivered and
+# started twice; execute_run also refuses a run that is no longer queued.
+@app.task(name="workers.execute_run", ignore_result=True, acks_late=False)
+def execute_run(run_id: int) -> str:
+    from workers.execution import execute_run as execute
+
+    return execute(run_id)
+
+
+@app.task(name="workers.reap_lost_runs", ignore_result=True)
+def reap_lost_runs() -> list[int]:
+    from workers.reaper import reap_lost_runs as reap
+
+    return reap()

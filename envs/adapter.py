@@ -1,0 +1,237 @@
+"""Catalog tool schemas → a TRL `environment_factory` class, with no glue code per environment.
+
+The generated class has `reset(**row)`, one typed method per tool (signature, type hints and a Google-style
+docstring built from the JSON schema, which is what TRL turns into the tool list the model sees), and
+`episode_reward()`. Each instance holds one OpenEnv WebSocket session (one rollout slot). Rewards are summed from
+the environment's observations, never read from the model's text; the environment's `state` is never fetched.
+Every step is cut off by our own timeout, after which the session is thrown away and the episode ends.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import json
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from envs.event_loop import run_on_session_loop
+from envs.session import AsyncEnvSession, EnvError, SessionBroken
+from envs.tools import ToolSpec
+
+JSON_TYPES: dict[str, Any] = {
+    "integer": int,
+    "number": float,
+    "string": str,
+    "boolean": bool,
+    "array": list,
+    "object": dict,
+}
+RESERVED_ROW_KEYS = {"prompt", "completion", "environment"}
+
+
+class ToolFailed(Exception):
+    """A tool call the environment refused or could not answer; TRL shows this text to the model."""
+
+
+@dataclass
+class ToolEvent:
+    tool: str
+    arguments: dict[str, Any]
+    result: str
+    observation: dict[str, Any] | None
+    reward: float | None
+    done: bool
+    error: str | None
+    seconds: float
+
+
+@dataclass
+class EpisodeLog:
+    episode_id: str
+    reset_kwargs: dict[str, Any]
+    reset_observation: dict[str, Any] = field(default_factory=dict)
+    events: list[ToolEvent] = field(default_factory=list)
+    done: bool = False
+    error: str | None = None
+
+    @property
+    def reward(self) -> float:
+        return float(sum(e.reward or 0.0 for e in self.events))
+
+
+def python_type(prop: dict[str, Any]) -> Any:
+    if "enum" in prop and all(isinstance(v, str | int) for v in prop["enum"]):
+        return Literal[tuple(prop["enum"])]
+    return JSON_TYPES.get(prop.get("type", "string"), str)
+
+
+def docstring(tool: ToolSpec) -> str:
+    lines = [tool.description or f"Call {tool.name}.", "", "Args:"]
+    for name, prop in tool.parameters.get("properties", {}).items():
+        description = " ".join(str(prop.get("description") or name).split())
+        lines.append(f"    {name}: {description}")
+    return "\n".join(lines)
+
+
+def format_observation(observation: dict[str, Any]) -> str:
+    """What the model reads: the observation's own fields, without OpenEnv's bookkeeping."""
+    shown = {k: v for k, v in observation.items() if k not in {"metadata", "reward", "done"}}
+    if set(shown) == {"message"}:
+        return str(shown["message"])
+    return json.dumps(shown, ensure_ascii=False)
+
+
+class ToolEnvironment:
+    """Base of generated classes; subclasses set `tools`, `endpoints` and `step_timeout`.
+
+    TRL exposes every public method but `reset` as a tool, so everything of the adapter's own is private.
+    """
+
+    tools: tuple[ToolSpec, ...] = ()
+    endpoints: tuple[str, ...] = ()
+    step_timeout: float = 30.0
+    reset_columns: tuple[str, ...] | None = None  # dataset columns passed to reset (None: all but the prompt)
+    _slots = itertools.count()
+    # Set by the trainer to overlap all rollouts' calls of a turn (workers/concurrent_tools.py).
+    dispatcher: Any = None
+
+    def __init__(self) -> None:
+        slot = next(type(self)._slots)
+        self.endpoint = self.endpoints[slot % len(self.endpoints)]
+        self._session: AsyncEnvSession | None = None
+        self.episode: EpisodeLog | None = None
+        self._lock = threading.Lock()
+
+    # -- episode ------------------------------------------------------------------------------------------
+    def reset(self, **row: Any) -> str:
+        kwargs = {k: v for k, v in row.items() if k not in RESERVED_ROW_KEYS}
+        if self.reset_columns is not None:
+            kwargs = {k: v for k, v in kwargs.items() if k in self.reset_columns}
+        episode_id = str(uuid.uuid4())
+        self.episode = EpisodeLog(episode_id=episode_id, reset_kwargs=kwargs)
+        if self._session is None or self._session.broken:
+            self._session = AsyncEnvSession(self.endpoint, timeout=self.step_timeout)
+        # reset() raising would crash the run (TRL's contract), so it is retried once on a fresh session.
+        try:
+            result = run_on_session_loop(self._session.reset(episode_id=episode_id, **kwargs))
+        except SessionBroken:
+            self._session = AsyncEnvSession(self.endpoint, timeout=self.step_timeout)
+            result = run_on_session_loop(self._session.reset(episode_id=episode_id, **kwargs))
+        self.episode.reset_observation = result.observation
+        return "\n\n" + format_observation(result.observation)
+
+    async def _step_async(self, tool: ToolSpec, arguments: dict[str, Any]) -> ToolEvent:
+        """Take one step; never raises: failures become events with an error."""
+        started = time.perf_counter()
+        episode = self.episode
+        if episode is None:
+            return ToolEvent(tool.name, arguments, "", None, None, False, "reset() was not called", 0.0)
+        if episode.done:
+            message = "The episode is over; no more actions are taken."
+            return ToolEvent(tool.name, arguments, message, None, None, True, message, 0.0)
+        action = {**tool.action_fields, **arguments}
+        try:
+            assert self._session is not None
+            result = await self._session.step(action)
+        except EnvError as exc:
+            return ToolEvent(tool.name, arguments, "", None, None, False, str(exc), time.perf_counter() - started)
+        except SessionBroken as exc:
+            episode.done = True
+            episode.error = str(exc)
+            return ToolEvent(tool.name, arguments, "", None, None, True, str(exc), time.perf_counter() - started)
+        text = format_observation(result.observation)
+        event = ToolEvent(
+            tool.name, arguments, text, result.observation, result.reward, result.done, None,
+            time.perf_counter() - started,
+        )  # fmt: skip
+        episode.done = result.done
+        return event
+
+    def _record(self, event: ToolEvent) -> str:
+        """Keep the event in the episode and hand TRL its result (or raise, so TRL counts a tool failure)."""
+        if self.episode is not None:
+            self.episode.events.append(event)
+        if event.error:
+            raise ToolFailed(event.error)
+        return event.result
+
+    def _call_tool(self, tool: ToolSpec, arguments: dict[str, Any]) -> str:
+        if self.dispatcher is not None:
+            prefetched = self.dispatcher.take(self, tool.name, arguments)
+            if prefetched is not None:
+                return self._record(prefetched)
+        return self._record(run_on_session_loop(self._step_async(tool, arguments)))
+
+    def _episode_reward(self) -> float:
+        return self.episode.reward if self.episode is not None else 0.0
+
+    def _close(self) -> None:
+        if self._session is not None:
+            session, self._session = self._session, None
+            try:
+                run_on_session_loop(session.close(), timeout=5)
+            except Exception:  # noqa: S110 - closing a dead socket may fail; nothing is lost
+                pass
+
+
+def _tool_method(tool: ToolSpec):
+    properties = tool.parameters.get("properties", {})
+    required = set(tool.parameters.get("required", []))
+    parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    annotations: dict[str, Any] = {}
+    for name, prop in properties.items():
+        annotation = python_type(prop)
+        default = inspect.Parameter.empty if name in required else prop.get("default")
+        parameters.append(
+            inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default, annotation=annotation)
+        )
+        annotations[name] = annotation if name in required else annotation | None
+    annotations["return"] = str
+
+    def method(self: ToolEnvironment, *args: Any, **kwargs: Any) -> str:
+        # Bind like a real signature would, so bad arguments fail as TypeError before any step is taken.
+        bound = method.__signature__.bind(self, *args, **kwargs)
+        arguments = {k: v for k, v in bound.arguments.items() if k != "self"}
+        return self._call_tool(tool, arguments)
+
+    method.__name__ = tool.name
+    method.__qualname__ = tool.name
+    method.__doc__ = docstring(tool)
+    method.__signature__ = inspect.Signature(parameters, return_annotation=str)
+    method.__annotations__ = annotations
+    return method
+
+
+def tool_env_class(
+    *,
+    name: str,
+    tools: list[ToolSpec] | list[dict[str, Any]],
+    endpoints: list[str],
+    step_timeout: float = 30.0,
+    reset_columns: list[str] | None = None,
+) -> type[ToolEnvironment]:
+    """Build the environment_factory class for one deployment of one environment version."""
+    specs = tuple(t if isinstance(t, ToolSpec) else ToolSpec(**t) for t in tools)
+    if not specs:
+        raise ValueError(f"{name} exposes no tools")
+    if not endpoints:
+        raise ValueError("an environment class needs at least one endpoint")
+    bad = [t.name for t in specs if t.name.startswith("_") or t.name in {"reset", "get_reward"}]
+    if bad:
+        raise ValueError(f"tool names {bad} are reserved (reset, get_reward, or a leading underscore)")
+    namespace: dict[str, Any] = {
+        "tools": specs,
+        "endpoints": tuple(endpoints),
+        "step_timeout": step_timeout,
+        "reset_columns": tuple(reset_columns) if reset_columns is not None else None,
+        "_slots": itertools.count(),
+        "__doc__": f"The {name} environment over OpenEnv's WebSocket protocol.",
+    }
+    for spec in specs:
+        namespace[spec.name] = _tool_method(spec)
+    class_name = "".join(part.capitalize() for part in name.replace("-", "_").split("_")) + "Env"
+    return type(class_name, (ToolEnvironment,), namespace)

@@ -1,0 +1,123 @@
+"""The generic adapter: catalog tool schemas → a TRL environment_factory class over real OpenEnv servers."""
+
+from __future__ import annotations
+
+import inspect
+import typing
+
+import httpx
+import pytest
+
+from envs.adapter import ToolFailed, tool_env_class
+from envs.tools import tools_from_action_schema
+from tests.envs.conftest import fixture_source
+
+
+def env_class_for(endpoint: str, **kwargs):
+    schema = httpx.get(endpoint + "/schema").json()["action"]
+    return tool_env_class(name="probe", tools=tools_from_action_schema(schema), endpoints=[endpoint], **kwargs)
+
+
+def test_tools_become_typed_documented_methods(served):
+    cls = env_class_for(served("grid-catch"))
+    move = cls.move
+    assert list(inspect.signature(move).parameters) == ["self", "direction"]
+    assert typing.get_args(typing.get_type_hints(move)["direction"]) == ("up", "down", "left", "right")
+    assert "Args:\n    direction: Which way to move." in move.__doc__
+
+
+def test_trl_sees_only_reset_and_the_tools(served):
+    cls = env_class_for(served("guess-number"))
+    public = [name for name, _ in inspect.getmembers(cls, predicate=inspect.isfunction) if not name.startswith("_")]
+    assert sorted(public) == ["guess", "reset"]
+
+
+def test_transformers_builds_the_json_schema_the_model_sees(served):
+    from transformers.utils import get_json_schema
+
+    schema = get_json_schema(env_class_for(served("guess-number")).guess)
+    assert schema["function"]["name"] == "guess"
+    assert schema["function"]["parameters"]["properties"]["number"]["type"] == "integer"
+
+
+def test_an_episode_pays_what_the_environment_paid(served):
+    env = env_class_for(served("guess-number"))()
+    first = env.reset(seed=3, prompt="ignored: prompts never reach the environment")
+    assert "You have 6 guesses" in first
+    low, high = 1, 16
+    while not env.episode.done:
+        guess = (low + high) // 2
+        result = env.guess(number=guess)
+        if "higher" in result:
+            low = guess + 1
+        elif "lower" in result:
+            high = guess - 1
+    assert 0.5 <= env._episode_reward() <= 1.0
+    assert env._episode_reward() == sum(e.reward for e in env.episode.events)
+    env._close()
+
+
+def test_the_model_cannot_claim_a_reward(served):
+    env = env_class_for(served("word-guess"))()
+    env.reset(seed=1)
+    env.guess_word(word="I win, reward=1.0")  # text that claims success earns nothing
+    assert env._episode_reward() == 0.0
+    env._close()
+
+
+def test_a_refused_action_is_a_tool_error_not_a_crash(served):
+    env = env_class_for(served("grid-catch"))()
+    env.reset(seed=1)
+    with pytest.raises(ToolFailed, match="VALIDATION_ERROR"):
+        env.move(direction="north")
+    assert env.episode.events[-1].error
+    assert env.move(direction="up")  # the session still works
+    env._close()
+
+
+def test_bad_arguments_fail_before_any_step(served):
+    env = env_class_for(served("guess-number"))()
+    env.reset(seed=1)
+    with pytest.raises(TypeError):
+        env.guess(numbr=3)
+    assert env.episode.events == []
+    env._close()
+
+
+@pytest.fixture(scope="module")
+def slow_endpoint(process_provider):
+    deployment = process_provider.provision(fixture_source("slow_step"))
+    yield deployment.endpoints[0]
+    process_provider.teardown(deployment)
+
+
+def test_a_hung_step_is_cut_off_and_ends_the_episode(slow_endpoint):
+    env = env_class_for(slow_endpoint, step_timeout=0.3)()
+    env.reset()
+    with pytest.raises(ToolFailed, match="took longer than"):
+        env.sleep(seconds=5)
+    assert env.episode.done and "took longer" in env.episode.error
+    with pytest.raises(ToolFailed, match="episode is over"):
+        env.sleep(seconds=0)
+    env.reset()  # the next episode gets a fresh session
+    assert env.sleep(seconds=0) is not None
+    env._close()
+
+
+def test_the_state_is_never_shown(served):
+    env = env_class_for(served("guess-number"))()
+    shown = env.reset(seed=9) + env.guess(number=1)
+    assert "secret" not in shown
+    env._close()
+
+
+def test_instances_spread_over_replicas(process_provider):
+    from tests.envs.conftest import builtin_source
+
+    deployment = process_provider.provision(builtin_source("guess-number"), replicas=2)
+    try:
+        schema = httpx.get(deployment.endpoints[0] + "/schema").json()["action"]
+        cls = tool_env_class(name="g", tools=tools_from_action_schema(schema), endpoints=deployment.endpoints)
+        assert {cls().endpoint for _ in range(4)} == set(deployment.endpoints)
+    finally:
+        process_provider.teardown(deployment)

@@ -1,0 +1,108 @@
+"""`manage.py run create --env SLUG --model tiny-local --max-steps N [--provider process|docker] [--wait] --json`
+and `manage.py run cancel ID`."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from webapp.accounts.models import Team
+from webapp.catalog.management.commands.env import environment_resolve
+from webapp.runs import services
+from webapp.runs.models import FINAL_STATUSES, Run
+
+
+def run_summary(run: Run) -> dict:
+    return {
+        "id": run.pk,
+        "name": run.name,
+        "status": run.status,
+        "failure_reason": run.failure_reason,
+        "environment": str(run.env_version),
+        "model": run.model_name,
+        "provider": run.provider,
+        "step": run.step,
+        "max_steps": run.max_steps,
+        "metric_steps": run.metrics.values("step").distinct().count(),
+        "episodes": run.episodes.count(),
+        "episodes_with_tool_calls": run.episodes.filter(num_tool_calls__gt=0).count(),
+    }
+
+
+class Command(BaseCommand):
+    help = "Create and follow training runs."
+
+    def add_arguments(self, parser) -> None:
+        sub = parser.add_subparsers(dest="action", required=True)
+        create = sub.add_parser("create", help="queue a GRPO run on a worker")
+        create.add_argument("--env", required=True, help="environment slug")
+        create.add_argument("--env-version", help="version label (default: the latest)")
+        create.add_argument("--team", help="team slug (default: the environment's team)")
+        create.add_argument("--model", default="tiny-local")
+        create.add_argument("--max-steps", type=int, default=20)
+        create.add_argument("--provider", choices=["process", "docker", "url"])
+        create.add_argument("--replicas", type=int, default=1)
+        create.add_argument("--config", default="{}", help="GRPO settings as JSON, e.g. '{\"num_generations\": 4}'")
+        create.add_argument("--name", default="")
+        create.add_argument("--wait", action="store_true", help="wait for the run to finish, with a progress bar")
+        create.add_argument("--timeout", type=float, default=3600)
+        create.add_argument("--json", action="store_true")
+        cancel = sub.add_parser("cancel", help="ask a run to stop")
+        cancel.add_argument("run_id", type=int)
+        show = sub.add_parser("show", help="print a run's summary")
+        show.add_argument("run_id", type=int)
+
+    def handle(self, *args, **options) -> None:
+        action = options["action"]
+        if action == "cancel":
+            run = Run.objects.get(pk=options["run_id"])
+            services.run_request_cancel(run=run, user=None)
+            self.stdout.write(json.dumps(run_summary(run)))
+            return
+        if action == "show":
+            self.stdout.write(json.dumps(run_summary(Run.objects.get(pk=options["run_id"])), indent=2))
+            return
+        environment = environment_resolve(options["env"], None)
+        versions = environment.versions.all()
+        version = versions.filter(label=options["env_version"]).first() if options["env_version"] else versions.first()
+        if version is None:
+            raise CommandError(f"{environment.slug} has no such version")
+        team = Team.objects.get(slug=options["team"]) if options["team"] else environment.team
+        config = json.loads(options["config"])
+        config["max_steps"] = options["max_steps"]
+        try:
+            run = services.run_create(
+                team=team, user=None, env_version=version, model_name=options["model"], config=config,
+                replicas=options["replicas"], provider=options["provider"], name=options["name"],
+            )  # fmt: skip
+        except ValidationError as exc:
+            raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from exc
+        if options["wait"]:
+            run = self.wait(run, options["timeout"])
+        summary = run_summary(run)
+        if options["json"]:
+            self.stdout.write(json.dumps(summary, indent=2))
+        else:
+            self.stdout.write(f"run {run.pk} {run.name}: {run.status} ({summary['metric_steps']} steps, "
+                              f"{summary['episodes']} episodes)")  # fmt: skip
+        if options["wait"] and run.status != "succeeded":
+            raise CommandError(f"run {run.pk} ended {run.status}: {run.failure_reason}")
+
+    def wait(self, run: Run, timeout: float) -> Run:
+        bar = tqdm(total=run.max_steps, desc=run.name, unit="step", file=sys.stderr)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            run.refresh_from_db()
+            bar.n = run.step
+            bar.set_postfix_str(run.status)
+            bar.refresh()
+            if run.status in FINAL_STATUSES:
+                break
+            time.sleep(1)
+        bar.close()
+        return run

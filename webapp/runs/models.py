@@ -1,0 +1,152 @@
+"""Runs and everything they record. The database is the source of truth; live messages are replayable deltas."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+
+from webapp.accounts.models import Team
+from webapp.catalog.models import EnvironmentVersion
+
+
+class Status(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    PROVISIONING = "provisioning", "Provisioning"
+    RUNNING = "running", "Running"
+    CANCELLING = "cancelling", "Cancelling"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+ACTIVE_STATUSES = (Status.QUEUED, Status.PROVISIONING, Status.RUNNING, Status.CANCELLING)
+FINAL_STATUSES = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
+
+# The legal moves of the status machine; a resume puts a finished run back in the queue.
+TRANSITIONS: dict[str, set[str]] = {
+    Status.QUEUED: {Status.PROVISIONING, Status.CANCELLED, Status.FAILED},
+    Status.PROVISIONING: {Status.RUNNING, Status.FAILED, Status.CANCELLING, Status.CANCELLED},
+    Status.RUNNING: {Status.SUCCEEDED, Status.FAILED, Status.CANCELLING, Status.CANCELLED},
+    Status.CANCELLING: {Status.CANCELLED, Status.FAILED, Status.SUCCEEDED},
+    Status.SUCCEEDED: {Status.QUEUED},
+    Status.FAILED: {Status.QUEUED},
+    Status.CANCELLED: {Status.QUEUED},
+}
+TIMESTAMP_FIELD = {
+    Status.QUEUED: "queued_at",
+    Status.PROVISIONING: "provisioning_at",
+    Status.RUNNING: "running_at",
+    Status.CANCELLING: "cancel_requested_at",
+    Status.SUCCEEDED: "finished_at",
+    Status.FAILED: "finished_at",
+    Status.CANCELLED: "finished_at",
+}
+
+
+class Run(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="runs")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    name = models.CharField(max_length=100)
+    env_version = models.ForeignKey(EnvironmentVersion, on_delete=models.PROTECT, related_name="runs")
+    model_name = models.CharField(max_length=300, help_text="tiny-local, a Hugging Face Hub id, or a local path")
+    prompts = models.JSONField(default=list, help_text="Dataset rows; every column but `prompt` reaches reset()")
+    config = models.JSONField(default=dict, help_text="GRPO settings")
+    replicas = models.PositiveIntegerField(default=1)
+    provider = models.CharField(max_length=20, default="process")
+    tags = models.JSONField(default=list, blank=True)
+    trust_override_reason = models.TextField(blank=True)
+
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    failure_reason = models.TextField(blank=True)
+    step = models.PositiveIntegerField(default=0)
+    max_steps = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    provisioning_at = models.DateTimeField(null=True, blank=True)
+    running_at = models.DateTimeField(null=True, blank=True)
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    celery_task_id = models.CharField(max_length=100, blank=True)
+    worker_host = models.CharField(max_length=200, blank=True)
+    gpu = models.CharField(max_length=200, blank=True)
+    trainer_pid = models.IntegerField(null=True, blank=True)
+    deployment = models.JSONField(default=dict, blank=True)
+    resume_from = models.CharField(max_length=500, blank=True, help_text="Checkpoint folder the next start resumes")
+    last_seq = models.BigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["team", "-created_at"]), models.Index(fields=["status", "heartbeat_at"])]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("runs:run-detail", args=[self.pk])
+
+    @property
+    def progress(self) -> float:
+        return min(1.0, self.step / self.max_steps) if self.max_steps else 0.0
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in ACTIVE_STATUSES
+
+
+class MetricPoint(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="metrics")
+    name = models.CharField(max_length=100)
+    step = models.PositiveIntegerField()
+    value = models.FloatField()
+    wall_time = models.FloatField(help_text="Unix seconds")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "name", "step"], name="one_point_per_step")]
+        indexes = [models.Index(fields=["run", "name", "step"])]
+
+    def __str__(self) -> str:
+        return f"{self.name}@{self.step}={self.value:g}"
+
+
+class Episode(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="episodes")
+    step = models.PositiveIntegerField(db_index=True)
+    group = models.PositiveIntegerField(help_text="GRPO group: rollouts of the same prompt")
+    index_in_group = models.PositiveIntegerField()
+    prompt = models.TextField()
+    turns = models.JSONField(default=list)
+    reset_kwargs = models.JSONField(default=dict)
+    reward = models.FloatField()
+    advantage = models.FloatField(null=True)
+    env_episode_id = models.CharField(max_length=100, blank=True)
+    num_tool_calls = models.PositiveIntegerField(default=0)
+    num_tool_errors = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["step", "group", "index_in_group"]
+        indexes = [models.Index(fields=["run", "step"]), models.Index(fields=["run", "reward"])]
+
+    def __str__(self) -> str:
+        return f"episode {self.group}.{self.index_in_group} of step {self.step}"
+
+
+class RunEvent(models.Model):
+    """Every live message as it was published, in order: a page that reconnects replays from here."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    seq = models.BigIntegerField()
+    type = models.CharField(max_length=30)
+    payload = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="one_event_per_seq")]
+        ordering = ["seq"]
+
+    def __str__(self) -> str:
+        return f"{self.seq} {self.type}"

@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from webapp.accounts.selectors import team_scope
+from webapp.runs.models import Episode, MetricPoint, Run, RunEvent
+
+
+def run_list(*, user) -> QuerySet[Run]:
+    return team_scope(Run.objects.all(), user=user).select_related("env_version__environment", "created_by")
+
+
+def run_get(*, user, pk: int) -> Run:
+    return run_list(user=user).get(pk=pk)
+
+
+def metric_series(*, run: Run, name: str) -> QuerySet[MetricPoint]:
+    return MetricPoint.objects.filter(run=run, name=name).order_by("step")
+
+
+def metric_names(*, run: Run) -> list[str]:
+    return sorted(MetricPoint.objects.filter(run=run).values_list("name", flat=True).distinct())
+
+
+def episode_list(*, run: Run) -> QuerySet[Episode]:
+    return Episode.objects.filter(run=run)
+
+
+def events_after(*, run: Run, seq: int) -> QuerySet[RunEvent]:
+    return RunEvent.objects.filter(run=run, seq__gt=seq).order_by("seq")

@@ -1,0 +1,208 @@
+"""Actions that change runs. Every status change goes through run_transition, which writes the timestamp, emits a
+`run.status` event and refuses an illegal move."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from webapp.accounts.models import Role, Team
+from webapp.accounts.selectors import membership_require
+from webapp.catalog.models import EnvironmentVersion
+from webapp.catalog.services import version_mark_used
+from webapp.live.publish import publish
+from webapp.runs.grpo import GRPOSettings
+from webapp.runs.models import FINAL_STATUSES, TIMESTAMP_FIELD, TRANSITIONS, Run, Status
+from webapp.runs.names import friendly_name
+
+TINY_MODEL = "tiny-local"
+
+
+class IllegalTransition(ValidationError):
+    pass
+
+
+def prompts_from_jsonl(text: str) -> list[dict[str, Any]]:
+    rows = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValidationError({"prompts_file": f"line {number} is not JSON: {exc.msg}"}) from None
+        if not isinstance(row, dict) or "prompt" not in row:
+            raise ValidationError({"prompts_file": f"line {number} must be an object with a 'prompt' field"})
+        rows.append(row)
+    if not rows:
+        raise ValidationError({"prompts_file": "the file has no rows"})
+    return rows
+
+
+def prompts_normalize(prompts: list[Any] | None) -> list[dict[str, Any]]:
+    """Inline prompts may be plain strings; rows are dicts with `prompt` (a string) and any reset columns."""
+    rows = []
+    for item in prompts or []:
+        row = {"prompt": item} if isinstance(item, str) else dict(item)
+        if not isinstance(row.get("prompt"), str) or not row["prompt"].strip():
+            raise ValidationError({"prompts": "every prompt needs non-empty text"})
+        rows.append(row)
+    return rows
+
+
+def run_status_payload(run: Run) -> dict[str, Any]:
+    return {
+        "status": run.status,
+        "progress": round(run.progress, 4),
+        "step": run.step,
+        "max_steps": run.max_steps,
+        "reason": run.failure_reason,
+    }
+
+
+def run_transition(run: Run, to: str, *, reason: str = "", **fields: Any) -> Run:
+    """Move `run` to status `to` if that move is legal from its stored status (checked in the database)."""
+    with transaction.atomic():
+        current = Run.objects.select_for_update().get(pk=run.pk)
+        if to not in TRANSITIONS[current.status]:
+            raise IllegalTransition(f"A run cannot go from {current.status} to {to}.")
+        now = timezone.now()
+        updates: dict[str, Any] = {"status": to, TIMESTAMP_FIELD[to]: now, **fields}
+        if to == Status.FAILED:
+            updates["failure_reason"] = reason or "failed"
+        if to == Status.QUEUED:
+            updates.update(failure_reason="", finished_at=None, cancel_requested_at=None)
+        Run.objects.filter(pk=run.pk).update(**updates)
+        current.refresh_from_db()
+    run.refresh_from_db()
+    publish(run.pk, [("run.status", run_status_payload(run))], team_id=run.team_id)
+    return run
+
+
+def run_create(
+    *,
+    team: Team,
+    user,
+    env_version: EnvironmentVersion,
+    model_name: str = TINY_MODEL,
+    prompts: list[Any] | None = None,
+    config: dict[str, Any] | None = None,
+    replicas: int = 1,
+    provider: str | None = None,
+    name: str = "",
+    tags: list[str] | None = None,
+    trust_override_reason: str = "",
+    start: bool = True,
+) -> Run:
+    if user is not None:
+        membership_require(user=user, team=team, role=Role.MEMBER)
+    settings_ = GRPOSettings.from_dict(config)
+    if replicas < 1 or replicas > 64:
+        raise ValidationError({"replicas": "replicas must be between 1 and 64"})
+    provider = provider or settings.TRAINYARD_ENV_PROVIDER
+    if env_version.source_kind == "url":
+        provider = "url"
+    if provider not in {"process", "docker", "url"}:
+        raise ValidationError({"provider": f"unknown provider {provider!r}"})
+    if not model_name.strip():
+        raise ValidationError({"model_name": "name a model: tiny-local, a Hub id or a local path"})
+    rows = prompts_normalize(prompts)
+    with transaction.atomic():
+        number = Run.objects.filter(team=team).count() + 1
+        run = Run.objects.create(
+            team=team,
+            created_by=user,
+            name=name or friendly_name(number),
+            env_version=env_version,
+            model_name=model_name.strip(),
+            prompts=rows,
+            config=settings_.as_dict(),
+            replicas=replicas,
+            provider=provider,
+            tags=list(tags or []),
+            trust_override_reason=trust_override_reason,
+            max_steps=settings_.max_steps,
+            queued_at=timezone.now(),
+        )
+        version_mark_used(version=env_version)
+        publish(run.pk, [("run.status", run_status_payload(run))], team_id=team.pk)
+        if start:
+            run_start(run)
+    return run
+
+
+def run_start(run: Run) -> None:
+    """Queue the run on the GPU queue once the surrounding transaction commits (the worker must see the row)."""
+
+    def enqueue() -> None:
+        from workers.tasks import execute_run
+
+        result = execute_run.apply_async(args=[run.pk], queue="gpu")
+        Run.objects.filter(pk=run.pk).update(celery_task_id=result.id)
+
+    transaction.on_commit(enqueue)
+
+
+def run_request_cancel(*, run: Run, user) -> Run:
+    if user is not None:
+        membership_require(user=user, team=run.team, role=Role.MEMBER)
+    run.refresh_from_db()
+    if run.status == Status.QUEUED:
+        if run.celery_task_id:
+            from workers.celery_app import app
+
+            app.control.revoke(run.celery_task_id)
+        return run_transition(run, Status.CANCELLED)
+    if run.status in (Status.PROVISIONING, Status.RUNNING):
+        return run_transition(run, Status.CANCELLING)
+    if run.status == Status.CANCELLING:
+        return run
+    raise IllegalTransition(f"{run.name} is {run.status}; there is nothing to cancel.")
+
+
+def run_clone(*, run: Run, user, start: bool = True) -> Run:
+    return run_create(
+        team=run.team,
+        user=user,
+        env_version=run.env_version,
+        model_name=run.model_name,
+        prompts=run.prompts,
+        config=run.config,
+        replicas=run.replicas,
+        provider=run.provider,
+        tags=run.tags,
+        trust_override_reason=run.trust_override_reason,
+        start=start,
+    )
+
+
+def run_resume(*, run: Run, user, checkpoint: str | None = None) -> Run:
+    """Queue a finished run again, continuing from its last checkpoint (or from scratch when it has none)."""
+    from workers.checkpoints import latest_checkpoint
+
+    if user is not None:
+        membership_require(user=user, team=run.team, role=Role.MEMBER)
+    if run.status not in FINAL_STATUSES:
+        raise IllegalTransition(f"{run.name} is {run.status}; only a finished run can resume.")
+    found = checkpoint or latest_checkpoint(run_artifact_dir(run))
+    run = run_transition(run, Status.QUEUED, resume_from=str(found or ""))
+    run_start(run)
+    return run
+
+
+def run_artifact_dir(run: Run):
+    from pathlib import Path
+
+    return Path(settings.DATA_DIR) / "runs" / str(run.pk)
+
+
+def run_fail(run: Run, reason: str) -> Run:
+    run.refresh_from_db()
+    if run.status in FINAL_STATUSES:
+        return run
+    return run_transition(run, Status.FAILED, reason=reason)

@@ -1,0 +1,94 @@
+"""One run's execution on a worker: provision, train in a subprocess, record the end, tear down, always."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from pathlib import Path
+
+from django.conf import settings
+from django.utils import timezone
+
+from envs.providers import ProvisionError
+from webapp.catalog.deployments import provider_get, source_for
+from webapp.live.publish import close_layer, publish
+from webapp.runs.models import Run, Status
+from webapp.runs.services import IllegalTransition, run_artifact_dir, run_fail, run_transition
+from workers.supervisor import Outcome, TrainerProcess, supervise
+
+log = logging.getLogger(__name__)
+
+
+def worker_host() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def failure_reason(run: Run, outcome: Outcome, trainer: TrainerProcess) -> str:
+    written = run_artifact_dir(run) / "failure.txt"
+    if written.exists():
+        return written.read_text(errors="replace").split("\n\n", 1)[0][:2000]
+    tail = trainer.log_tail(1500).strip().splitlines()[-8:]
+    return outcome.reason + (": " + " | ".join(tail) if tail else "")
+
+
+def execute_run(run_id: int) -> str:
+    """Returns the final status. Safe to call twice for one run: only a queued run is started."""
+    run = Run.objects.select_related("env_version__environment").get(pk=run_id)
+    try:
+        run_transition(run, Status.PROVISIONING, worker_host=worker_host(), heartbeat_at=timezone.now())
+    except IllegalTransition:
+        log.info("run %s is %s, not queued: not starting it again", run_id, run.status)
+        return run.status
+    provider = provider_get(run.provider)
+    deployment = None
+    try:
+        version = run.env_version
+        source = source_for(source_kind=version.source_kind, source_ref=version.source_ref, capacity=version.capacity)
+        publish(run.pk, [("run.log", {"line": f"provisioning {run.replicas} x {version} ({run.provider})"})])
+        try:
+            deployment = provider.provision(source, replicas=run.replicas, labels={"run": str(run.pk)})
+        except ProvisionError as exc:
+            return run_fail(run, f"the environment did not start: {exc}").status
+        record = deployment.as_dict()
+        record["handles"] = [getattr(h, "pid", h) for h in deployment.handles]
+        Run.objects.filter(pk=run.pk).update(deployment=record)
+        run.refresh_from_db()
+        if run.status == Status.CANCELLING:
+            return run_transition(run, Status.CANCELLED).status
+        run_transition(run, Status.RUNNING, heartbeat_at=timezone.now())
+        log_path = Path(run_artifact_dir(run)) / "trainer.log"
+        trainer = TrainerProcess(run.pk, log_path=log_path)
+        Run.objects.filter(pk=run.pk).update(trainer_pid=trainer.pid)
+
+        def cancel_requested() -> bool:
+            return Run.objects.filter(pk=run.pk, status=Status.CANCELLING).exists()
+
+        def heartbeat_age() -> float | None:
+            beat = Run.objects.filter(pk=run.pk).values_list("heartbeat_at", flat=True).get()
+            return (timezone.now() - beat).total_seconds() if beat else None
+
+        outcome = supervise(
+            trainer,
+            cancel_requested=cancel_requested,
+            heartbeat_age=heartbeat_age,
+            cooperative_grace=settings.TRAINYARD_CANCEL_GRACE,
+            heartbeat_timeout=settings.TRAINYARD_HEARTBEAT_TIMEOUT,
+        )
+        run.refresh_from_db()
+        if outcome.kind == "cancelled" or run.status == Status.CANCELLING:
+            return run_transition(run, Status.CANCELLED).status
+        if outcome.kind == "succeeded":
+            return run_transition(run, Status.SUCCEEDED).status
+        return run_fail(run, failure_reason(run, outcome, trainer)).status
+    except Exception as exc:
+        log.exception("run %s failed in the worker", run_id)
+        return run_fail(run, f"worker error: {type(exc).__name__}: {exc}").status
+    finally:
+        if deployment is not None:
+            try:
+                provider.teardown(deployment)
+            except Exception:
+                log.exception("tearing down the environment of run %s failed", run_id)
+            Run.objects.filter(pk=run.pk).update(deployment={**run.deployment, "torn_down": True})
+        close_layer()

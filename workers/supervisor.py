@@ -1,0 +1,103 @@
+"""The trainer subprocess's life cycle, seen from the worker: spawn, watch, ask to stop, kill."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Outcome:
+    kind: str  # "succeeded", "failed", "cancelled"
+    reason: str = ""
+
+
+class TrainerProcess:
+    def __init__(self, run_id: int, *, log_path: Path, env: dict[str, str] | None = None) -> None:
+        self.run_id = run_id
+        self.log_path = log_path
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with log_path.open("ab") as log:
+            self.popen = subprocess.Popen(
+                [sys.executable, "-m", "workers.trainer", str(run_id)],
+                cwd=REPO_ROOT,
+                env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,  # its own group: signals reach its children, not the worker
+            )
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def poll(self) -> int | None:
+        return self.popen.poll()
+
+    def log_tail(self, limit: int = 3000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-limit:]
+        except OSError:
+            return ""
+
+    def stop(self, *, grace: float) -> None:
+        """SIGTERM (the trainer stops at its next step), then SIGKILL after `grace` seconds."""
+        if self.poll() is not None:
+            return
+        try:
+            os.killpg(self.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and self.poll() is None:
+            time.sleep(0.2)
+        if self.poll() is None:
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.popen.wait(timeout=10)
+
+
+def supervise(
+    trainer: TrainerProcess,
+    *,
+    cancel_requested: Callable[[], bool],
+    heartbeat_age: Callable[[], float | None],
+    cooperative_grace: float = 20.0,
+    kill_grace: float = 10.0,
+    heartbeat_timeout: float = 300.0,
+    poll_seconds: float = 0.5,
+) -> Outcome:
+    """Watch the trainer until it ends. A cancel is asked cooperatively first (the trainer reads the flag after
+    each step), then escalated; a trainer whose heartbeat stops is killed."""
+    cancel_seen_at: float | None = None
+    while True:
+        code = trainer.poll()
+        if code is not None:
+            if cancel_seen_at is not None:
+                return Outcome("cancelled")
+            if code == 0:
+                return Outcome("succeeded")
+            if code < 0:
+                return Outcome("failed", f"the trainer was killed by signal {signal.Signals(-code).name}")
+            return Outcome("failed", f"the trainer exited with code {code}")
+        if cancel_requested():
+            if cancel_seen_at is None:
+                cancel_seen_at = time.monotonic()
+            elif time.monotonic() - cancel_seen_at > cooperative_grace:
+                trainer.stop(grace=kill_grace)
+        age = heartbeat_age()
+        if age is not None and age > heartbeat_timeout:
+            trainer.stop(grace=kill_grace)
+            return Outcome("failed", f"the trainer's heartbeat stopped for {age:.0f} s")
+        time.sleep(poll_seconds)

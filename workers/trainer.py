@@ -1,0 +1,185 @@
+"""The trainer subprocess: `python -m workers.trainer RUN_ID`. The only module that imports torch and TRL.
+
+It builds the dataset, the environment_factory class (envs.adapter) over the deployment the worker provisioned,
+the GRPO config, and trains, recording every step and episode. It stops cooperatively when the run's cancel flag is
+set (checked after every step) or on SIGTERM. A failure is written to `failure.txt` beside the checkpoints so the
+worker can record the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import traceback
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+HEARTBEAT_SECONDS = 5.0
+
+
+def build_dataset_rows(run, tool_names: list[str]) -> list[dict[str, Any]]:
+    """The run's prompts as conversational rows; with none, the environment's default prompt over seeds."""
+    from envs.prompts import default_prompt
+
+    settings = run.config
+    rows = run.prompts or []
+    if not rows:
+        text = default_prompt(description=run.env_version.environment.description, tool_names=tool_names)
+        count = max(8, settings["per_device_train_batch_size"] * settings["gradient_accumulation_steps"] * 4)
+        rows = [{"prompt": text, "seed": settings["seed"] * 1000 + i} for i in range(count)]
+    out = []
+    for i, row in enumerate(rows):
+        row = dict(row)
+        row["prompt"] = [{"role": "user", "content": row["prompt"]}]
+        row.setdefault("seed", settings["seed"] * 1000 + i)
+        out.append(row)
+    return out
+
+
+def model_path(run) -> str:
+    from django.conf import settings
+
+    if run.model_name in {"tiny-local", "tiny-local (CPU)"}:
+        from workers.tiny_model import ensure_tiny_model
+
+        return str(ensure_tiny_model(Path(settings.DATA_DIR)))
+    return run.model_name  # a Hub id or a local path: from_pretrained takes both
+
+
+def main(run_id: int) -> int:
+    import django
+
+    django.setup()
+    from django.utils import timezone
+
+    from webapp.runs.models import Run
+    from webapp.runs.services import run_artifact_dir
+
+    run = Run.objects.select_related("env_version__environment", "team").get(pk=run_id)
+    artifact_dir = run_artifact_dir(run)
+    artifact_dir.mkdir(parents=True, exist_ok=True)
+    failure_file = artifact_dir / "failure.txt"
+    failure_file.unlink(missing_ok=True)
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+
+    def heartbeat() -> None:
+        while not stop.wait(HEARTBEAT_SECONDS):
+            Run.objects.filter(pk=run_id).update(heartbeat_at=timezone.now())
+
+    threading.Thread(target=heartbeat, daemon=True, name="heartbeat").start()
+    try:
+        train(run, artifact_dir, stop)
+    except Exception as exc:
+        failure_file.write_text(f"{type(exc).__name__}: {exc}\n\n{traceback.format_exc()[-6000:]}")
+        traceback.print_exc()
+        return 1
+    finally:
+        stop.set()
+        from webapp.live.publish import close_layer
+
+        close_layer()
+    return 0
+
+
+def train(run, artifact_dir: Path, stop: threading.Event) -> None:
+    import torch
+    from datasets import Dataset
+    from django.utils import timezone
+    from transformers import AutoTokenizer, TrainerCallback
+    from trl import GRPOConfig
+
+    from envs.adapter import tool_env_class
+    from webapp.runs.models import Run
+    from workers.checkpoints import checkpoint_dir
+    from workers.concurrent_tools import concurrent_tools_trainer
+    from workers.recording import EpisodeRecorder, MetricRecorder
+
+    settings = run.config
+    version = run.env_version
+    endpoints = run.deployment.get("endpoints") or []
+    if not endpoints:
+        raise RuntimeError("the run has no provisioned environment endpoints")
+    env_class = tool_env_class(
+        name=version.environment.slug, tools=version.tools, endpoints=endpoints, step_timeout=settings["step_timeout"]
+    )
+    path = model_path(run)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    dataset = Dataset.from_list(build_dataset_rows(run, [t["name"] for t in version.tools]))
+    on_gpu = torch.cuda.is_available()
+    Run.objects.filter(pk=run.pk).update(gpu=torch.cuda.get_device_name(0) if on_gpu else "cpu")
+
+    metrics = MetricRecorder(run)
+    episodes = EpisodeRecorder(run, group_size=settings["num_generations"])
+
+    def environment_reward(prompts, completions, environments, trainer_state=None, **kwargs) -> list[float]:
+        """The reward is what the environment paid, summed over the episode's steps; never the model's text."""
+        rewards = [env._episode_reward() for env in environments]
+        step = (trainer_state.global_step if trainer_state is not None else 0) + 1
+        episodes.record(step=step, prompts=prompts, completions=completions, environments=environments,
+                        rewards=rewards)  # fmt: skip
+        return rewards
+
+    class Record(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            metrics.record(state.global_step, logs or {})
+
+        def on_step_end(self, args, state, control, **kwargs):
+            Run.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
+            cancelled = Run.objects.filter(pk=run.pk, cancel_requested_at__isnull=False).exists()
+            if cancelled or stop.is_set():
+                control.should_training_stop = True
+                control.should_save = False
+
+    config = GRPOConfig(
+        output_dir=str(checkpoint_dir(artifact_dir)),
+        max_steps=settings["max_steps"],
+        learning_rate=settings["learning_rate"],
+        per_device_train_batch_size=settings["per_device_train_batch_size"],
+        gradient_accumulation_steps=settings["gradient_accumulation_steps"],
+        num_generations=settings["num_generations"],
+        max_completion_length=settings["max_completion_length"],
+        max_tool_calling_iterations=settings["max_tool_calling_iterations"],
+        beta=settings["beta"],
+        temperature=settings["temperature"],
+        seed=settings["seed"],
+        save_strategy="steps",
+        save_steps=settings["save_steps"],
+        logging_steps=1,
+        report_to="none",
+        use_cpu=not on_gpu,
+        bf16=on_gpu and torch.cuda.is_bf16_supported(),
+        gradient_checkpointing=False,
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+    )
+    trainer_class = concurrent_tools_trainer()
+    trainer = trainer_class(
+        model=path,
+        reward_funcs=[environment_reward],
+        args=config,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        environment_factory=env_class,
+        callbacks=[Record()],
+    )
+    resume = run.resume_from or None
+    if resume and not Path(resume).exists():
+        resume = None
+    try:
+        trainer.train(resume_from_checkpoint=resume)
+    finally:
+        for pool in getattr(trainer, "_environment_pool", {}).values():
+            for env in pool:
+                env._close()
+
+
+if __name__ == "__main__":
+    sys.exit(main(int(sys.argv[1])))
