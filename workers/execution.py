@@ -33,7 +33,8 @@ def failure_reason(run: Run, outcome: Outcome, trainer: TrainerProcess) -> str:
 
 
 def execute_run(run_id: int) -> str:
-    """Returns the final status. Safe to call twice for one run: only a queued run is started."""
+    """Returns the final status. Safe to call twice for one run: only a queued run is started. The environment
+    is torn down before the final status is written, so a finished run never leaves a server behind."""
     run = Run.objects.select_related("env_version__environment").get(pk=run_id)
     try:
         run_transition(run, Status.PROVISIONING, worker_host=worker_host(), heartbeat_at=timezone.now())
@@ -41,54 +42,66 @@ def execute_run(run_id: int) -> str:
         log.info("run %s is %s, not queued: not starting it again", run_id, run.status)
         return run.status
     provider = provider_get(run.provider)
-    deployment = None
+    deployments: list = []
     try:
-        version = run.env_version
-        source = source_for(source_kind=version.source_kind, source_ref=version.source_ref, capacity=version.capacity)
-        publish(run.pk, [("run.log", {"line": f"provisioning {run.replicas} x {version} ({run.provider})"})])
-        try:
-            deployment = provider.provision(source, replicas=run.replicas, labels={"run": str(run.pk)})
-        except ProvisionError as exc:
-            return run_fail(run, f"the environment did not start: {exc}").status
-        record = deployment.as_dict()
-        record["handles"] = [getattr(h, "pid", h) for h in deployment.handles]
-        Run.objects.filter(pk=run.pk).update(deployment=record)
-        run.refresh_from_db()
-        if run.status == Status.CANCELLING:
-            return run_transition(run, Status.CANCELLED).status
-        run_transition(run, Status.RUNNING, heartbeat_at=timezone.now())
-        log_path = Path(run_artifact_dir(run)) / "trainer.log"
-        trainer = TrainerProcess(run.pk, log_path=log_path)
-        Run.objects.filter(pk=run.pk).update(trainer_pid=trainer.pid)
-
-        def cancel_requested() -> bool:
-            return Run.objects.filter(pk=run.pk, status=Status.CANCELLING).exists()
-
-        def heartbeat_age() -> float | None:
-            beat = Run.objects.filter(pk=run.pk).values_list("heartbeat_at", flat=True).get()
-            return (timezone.now() - beat).total_seconds() if beat else None
-
-        outcome = supervise(
-            trainer,
-            cancel_requested=cancel_requested,
-            heartbeat_age=heartbeat_age,
-            cooperative_grace=settings.TRAINYARD_CANCEL_GRACE,
-            heartbeat_timeout=settings.TRAINYARD_HEARTBEAT_TIMEOUT,
-        )
-        run.refresh_from_db()
-        if outcome.kind == "cancelled" or run.status == Status.CANCELLING:
-            return run_transition(run, Status.CANCELLED).status
-        if outcome.kind == "succeeded":
-            return run_transition(run, Status.SUCCEEDED).status
-        return run_fail(run, failure_reason(run, outcome, trainer)).status
+        final, reason = provision_and_train(run, provider, deployments)
     except Exception as exc:
         log.exception("run %s failed in the worker", run_id)
-        return run_fail(run, f"worker error: {type(exc).__name__}: {exc}").status
+        final, reason = Status.FAILED, f"worker error: {type(exc).__name__}: {exc}"
     finally:
-        if deployment is not None:
+        for deployment in deployments:
             try:
                 provider.teardown(deployment)
             except Exception:
                 log.exception("tearing down the environment of run %s failed", run_id)
+        if deployments:
+            run.refresh_from_db()
             Run.objects.filter(pk=run.pk).update(deployment={**run.deployment, "torn_down": True})
+    try:
+        if final == Status.FAILED:
+            return run_fail(run, reason).status
+        return run_transition(run, final).status
+    finally:
         close_layer()
+
+
+def provision_and_train(run: Run, provider, deployments: list) -> tuple[str, str]:
+    """Provision, run the trainer to its end, and say how the run ended (the caller records it)."""
+    version = run.env_version
+    source = source_for(source_kind=version.source_kind, source_ref=version.source_ref, capacity=version.capacity)
+    publish(run.pk, [("run.log", {"line": f"provisioning {run.replicas} x {version} ({run.provider})"})])
+    try:
+        deployment = provider.provision(source, replicas=run.replicas, labels={"run": str(run.pk)})
+    except ProvisionError as exc:
+        return Status.FAILED, f"the environment did not start: {exc}"
+    deployments.append(deployment)
+    record = deployment.as_dict()
+    record["handles"] = [getattr(h, "pid", h) for h in deployment.handles]
+    Run.objects.filter(pk=run.pk).update(deployment=record)
+    run.refresh_from_db()
+    if run.status == Status.CANCELLING:
+        return Status.CANCELLED, ""
+    run_transition(run, Status.RUNNING, heartbeat_at=timezone.now())
+    trainer = TrainerProcess(run.pk, log_path=Path(run_artifact_dir(run)) / "trainer.log")
+    Run.objects.filter(pk=run.pk).update(trainer_pid=trainer.pid)
+
+    def cancel_requested() -> bool:
+        return Run.objects.filter(pk=run.pk, status=Status.CANCELLING).exists()
+
+    def heartbeat_age() -> float | None:
+        beat = Run.objects.filter(pk=run.pk).values_list("heartbeat_at", flat=True).get()
+        return (timezone.now() - beat).total_seconds() if beat else None
+
+    outcome = supervise(
+        trainer,
+        cancel_requested=cancel_requested,
+        heartbeat_age=heartbeat_age,
+        cooperative_grace=settings.TRAINYARD_CANCEL_GRACE,
+        heartbeat_timeout=settings.TRAINYARD_HEARTBEAT_TIMEOUT,
+    )
+    run.refresh_from_db()
+    if outcome.kind == "cancelled" or run.status == Status.CANCELLING:
+        return Status.CANCELLED, ""
+    if outcome.kind == "succeeded":
+        return Status.SUCCEEDED, ""
+    return Status.FAILED, failure_reason(run, outcome, trainer)

@@ -89,57 +89,13 @@ def main(run_id: int) -> int:
     return 0
 
 
-def train(run, artifact_dir: Path, stop: threading.Event) -> None:
+def grpo_config(settings: dict[str, Any], output_dir: Path):
     import torch
-    from datasets import Dataset
-    from django.utils import timezone
-    from transformers import AutoTokenizer, TrainerCallback
     from trl import GRPOConfig
 
-    from envs.adapter import tool_env_class
-    from webapp.runs.models import Run
-    from workers.checkpoints import checkpoint_dir
-    from workers.concurrent_tools import concurrent_tools_trainer
-    from workers.recording import EpisodeRecorder, MetricRecorder
-
-    settings = run.config
-    version = run.env_version
-    endpoints = run.deployment.get("endpoints") or []
-    if not endpoints:
-        raise RuntimeError("the run has no provisioned environment endpoints")
-    env_class = tool_env_class(
-        name=version.environment.slug, tools=version.tools, endpoints=endpoints, step_timeout=settings["step_timeout"]
-    )
-    path = model_path(run)
-    tokenizer = AutoTokenizer.from_pretrained(path)
-    dataset = Dataset.from_list(build_dataset_rows(run, [t["name"] for t in version.tools]))
     on_gpu = torch.cuda.is_available()
-    Run.objects.filter(pk=run.pk).update(gpu=torch.cuda.get_device_name(0) if on_gpu else "cpu")
-
-    metrics = MetricRecorder(run)
-    episodes = EpisodeRecorder(run, group_size=settings["num_generations"])
-
-    def environment_reward(prompts, completions, environments, trainer_state=None, **kwargs) -> list[float]:
-        """The reward is what the environment paid, summed over the episode's steps; never the model's text."""
-        rewards = [env._episode_reward() for env in environments]
-        step = (trainer_state.global_step if trainer_state is not None else 0) + 1
-        episodes.record(step=step, prompts=prompts, completions=completions, environments=environments,
-                        rewards=rewards)  # fmt: skip
-        return rewards
-
-    class Record(TrainerCallback):
-        def on_log(self, args, state, control, logs=None, **kwargs):
-            metrics.record(state.global_step, logs or {})
-
-        def on_step_end(self, args, state, control, **kwargs):
-            Run.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
-            cancelled = Run.objects.filter(pk=run.pk, cancel_requested_at__isnull=False).exists()
-            if cancelled or stop.is_set():
-                control.should_training_stop = True
-                control.should_save = False
-
-    config = GRPOConfig(
-        output_dir=str(checkpoint_dir(artifact_dir)),
+    return GRPOConfig(
+        output_dir=str(output_dir),
         max_steps=settings["max_steps"],
         learning_rate=settings["learning_rate"],
         per_device_train_batch_size=settings["per_device_train_batch_size"],
@@ -160,15 +116,74 @@ def train(run, artifact_dir: Path, stop: threading.Event) -> None:
         disable_tqdm=True,
         dataloader_num_workers=0,
     )
-    trainer_class = concurrent_tools_trainer()
-    trainer = trainer_class(
+
+
+def recording(run, stop: threading.Event):
+    """The reward function (environment rewards, recording every episode) and the callback (metrics, heartbeat,
+    cooperative cancel) that make a TRL run a Trainyard run."""
+    from django.utils import timezone
+    from transformers import TrainerCallback
+
+    from webapp.runs.models import Run
+    from workers.recording import EpisodeRecorder, MetricRecorder
+
+    metrics = MetricRecorder(run)
+    episodes = EpisodeRecorder(run, group_size=run.config["num_generations"])
+
+    def environment_reward(prompts, completions, environments, trainer_state=None, **kwargs) -> list[float]:
+        """The reward is what the environment paid, summed over the episode's steps; never the model's text."""
+        rewards = [env._episode_reward() for env in environments]
+        step = (trainer_state.global_step if trainer_state is not None else 0) + 1
+        episodes.record(step=step, prompts=prompts, completions=completions, environments=environments,
+                        rewards=rewards)  # fmt: skip
+        return rewards
+
+    class Record(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            metrics.record(state.global_step, logs or {})
+
+        def on_step_end(self, args, state, control, **kwargs):
+            Run.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
+            cancelled = Run.objects.filter(pk=run.pk, cancel_requested_at__isnull=False).exists()
+            if cancelled or stop.is_set():
+                control.should_training_stop = True
+                control.should_save = False
+
+    return environment_reward, Record()
+
+
+def train(run, artifact_dir: Path, stop: threading.Event) -> None:
+    import torch
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+
+    from envs.adapter import tool_env_class
+    from webapp.runs.models import Run
+    from workers.checkpoints import checkpoint_dir
+    from workers.concurrent_tools import concurrent_tools_trainer
+
+    settings = run.config
+    version = run.env_version
+    endpoints = run.deployment.get("endpoints") or []
+    if not endpoints:
+        raise RuntimeError("the run has no provisioned environment endpoints")
+    env_class = tool_env_class(
+        name=version.environment.slug, tools=version.tools, endpoints=endpoints, step_timeout=settings["step_timeout"]
+    )
+    path = model_path(run)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    dataset = Dataset.from_list(build_dataset_rows(run, [t["name"] for t in version.tools]))
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
+    Run.objects.filter(pk=run.pk).update(gpu=gpu)
+    reward, callback = recording(run, stop)
+    trainer = concurrent_tools_trainer()(
         model=path,
-        reward_funcs=[environment_reward],
-        args=config,
+        reward_funcs=[reward],
+        args=grpo_config(settings, checkpoint_dir(artifact_dir)),
         train_dataset=dataset,
         processing_class=tokenizer,
         environment_factory=env_class,
-        callbacks=[Record()],
+        callbacks=[callback],
     )
     resume = run.resume_from or None
     if resume and not Path(resume).exists():

@@ -1,0 +1,152 @@
+"""GRPO step time with Trainyard's adapter and recorder, divided by bare TRL with an in-process environment.
+
+Same tiny model, same seed, same config, same game: the baseline's environment class calls the guess-number logic
+in-process and its reward function only sums rewards; ours talks to a real server over OpenEnv's WebSocket through
+the generated adapter and the turn dispatcher, and records every metric and episode into the database and the
+channel layer. Median step time over the measured steps; one JSON line last (goal <= 1.03).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+DATA = Path(tempfile.mkdtemp(prefix="trainyard-bench-"))
+os.environ.setdefault("TRAINYARD_DATA_DIR", str(DATA))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+
+
+def step_timer():
+    from transformers import TrainerCallback
+
+    class StepTimer(TrainerCallback):
+        def __init__(self):
+            self.times: list[float] = []
+            self._started = 0.0
+
+        def on_step_begin(self, args, state, control, **kwargs):
+            self._started = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.times.append(time.perf_counter() - self._started)
+
+    return StepTimer()
+
+
+def in_process_env_class(tools):
+    """The baseline's environment: guess-number's own logic in this process, with the adapter's exact tool text."""
+    from envs.adapter import docstring, format_observation
+    from envs.guess_number.models import GuessAction
+    from envs.guess_number.server.environment import GuessNumberEnvironment
+
+    class InProcessGuessNumber:
+        def __init__(self):
+            self.env = GuessNumberEnvironment()
+            self.total = 0.0
+
+        def reset(self, **row):
+            self.total = 0.0
+            kwargs = {k: v for k, v in row.items() if k != "prompt"}
+            return "\n\n" + format_observation(self.env.reset(**kwargs).model_dump())
+
+        def guess(self, number: int) -> str:
+            obs = self.env.step(GuessAction(number=number))
+            self.total += obs.reward or 0.0
+            return format_observation(obs.model_dump())
+
+    InProcessGuessNumber.guess.__doc__ = docstring(tools[0])
+    return InProcessGuessNumber
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=2, help="alternate baseline and ours this many times")
+    args = parser.parse_args()
+
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+
+    from webapp.core.embedded_redis import ensure_running
+
+    if settings.REDIS_IS_EMBEDDED:
+        ensure_running(Path(settings.EMBEDDED_REDIS_SOCKET))
+    call_command("migrate", verbosity=0)
+
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+    from trl import GRPOTrainer
+
+    from envs.adapter import tool_env_class
+    from envs.tools import ToolSpec
+    from webapp.accounts.models import Team
+    from webapp.catalog.deployments import provider_get, source_for
+    from webapp.catalog.services import builtins_register
+    from webapp.runs.models import Run
+    from webapp.runs.services import run_create
+    from workers.concurrent_tools import concurrent_tools_trainer
+    from workers.tiny_model import ensure_tiny_model
+    from workers.trainer import build_dataset_rows, grpo_config, recording
+
+    model = str(ensure_tiny_model(Path(os.environ.get("TRAINYARD_MODEL_CACHE", ROOT / "var")),
+                                  progress=lambda m, f: print(f"… {m}", file=sys.stderr)))  # fmt: skip
+    team = Team.objects.create(name="bench", slug="bench")
+    version = next(v for v in builtins_register(team=team, user=None) if v.environment.slug == "guess-number")
+    # A small learning rate keeps the policy calling tools for the whole measurement (the workload we care about).
+    config = {"max_steps": args.steps + args.warmup, "temperature": 0.7, "save_steps": 10_000, "learning_rate": 1e-5}
+    run = run_create(team=team, user=None, env_version=version, config=config, start=False)
+    tools = [ToolSpec(**t) for t in version.tools]
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    dataset = Dataset.from_list(build_dataset_rows(run, [t.name for t in tools]))
+    provider = provider_get("process")
+    source = source_for(source_kind=version.source_kind, source_ref=version.source_ref)
+    deployment = provider.provision(source)
+    results: dict[str, list[float]] = {"baseline": [], "trainyard": []}
+    try:
+        for label in ["baseline", "trainyard"] * args.rounds:
+            timer = step_timer()
+            if label == "baseline":
+                env_class = in_process_env_class(tools)
+
+                def reward(prompts, completions, environments, **kwargs):
+                    return [env.total for env in environments]
+
+                trainer_class, callbacks, reward_funcs = GRPOTrainer, [timer], [reward]
+            else:
+                env_class = tool_env_class(name="guess-number", tools=tools, endpoints=deployment.endpoints)
+                Run.objects.filter(pk=run.pk).update(deployment=deployment.as_dict())
+                reward_func, record = recording(run, threading.Event())
+                trainer_class, callbacks, reward_funcs = concurrent_tools_trainer(), [record, timer], [reward_func]
+            trainer = trainer_class(
+                model=model, reward_funcs=reward_funcs, args=grpo_config(run.config, DATA / label),
+                train_dataset=dataset, processing_class=tokenizer, environment_factory=env_class, callbacks=callbacks,
+            )  # fmt: skip
+            trainer.train()
+            results[label].append(statistics.median(timer.times[args.warmup :]))
+            print(f"{label}: median step {results[label][-1] * 1e3:.1f} ms over {len(timer.times) - args.warmup} steps")
+    finally:
+        provider.teardown(deployment)
+    # The least disturbed round of each: machine noise only ever adds time.
+    best = {label: min(times) for label, times in results.items()}
+    ratio = best["trainyard"] / best["baseline"]
+    print(json.dumps({"metric": "grpo_step_time_ratio_vs_bare_trl", "value": round(ratio, 4), "unit": "ratio",
+                      "goal": "<= 1.03", "baseline": {"bare_trl_median_step_ms": round(best["baseline"] * 1e3, 1)},
+                      "trainyard_median_step_ms": round(best["trainyard"] * 1e3, 1)}))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

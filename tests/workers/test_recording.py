@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+from envs.adapter import EpisodeLog, ToolEvent
+from workers.recording import episode_turns, group_advantages, numeric_metrics
+
+
+def test_advantages_are_centred_per_group():
+    advantages = group_advantages([1.0, 0.0, 0.5, 0.5], group_size=2)
+    assert advantages[0] > 0 > advantages[1]
+    assert advantages[2] == advantages[3] == 0.0  # a zero-variance group teaches nothing
+
+
+def test_only_finite_numbers_are_metrics():
+    assert numeric_metrics({"loss": 0.1, "reward": 1, "nan": float("nan"), "flag": True, "name": "x"}) == {
+        "loss": 0.1,
+        "reward": 1.0,
+    }
+
+
+def test_tool_results_are_matched_with_the_environments_events():
+    log = EpisodeLog(episode_id="e1", reset_kwargs={"seed": 1})
+    log.events.append(ToolEvent("guess", {"number": 8}, "lower", {"hint": "lower"}, 0.0, False, None, 0.01))
+
+    def call(name, arguments):
+        return {"type": "function", "function": {"name": name, "arguments": arguments}}
+
+    completion = [
+        {"role": "assistant", "content": "", "tool_calls": [call("guess", {"number": 8})]},
+        {"role": "tool", "name": "guess", "content": "lower"},
+        {"role": "assistant", "content": "", "tool_calls": [call("jump", {})]},
+        {"role": "tool", "name": "jump", "content": "{'error': 'Tool jump not found.'}"},
+    ]
+    turns = episode_turns(completion, log)
+    assert turns[0]["tool_calls"] == [{"name": "guess", "arguments": {"number": 8}}]
+    assert turns[1]["reward"] == 0.0 and turns[1]["error"] is None
+    assert turns[3]["error"] == "{'error': 'Tool jump not found.'}"
