@@ -1,3 +1,10 @@
 from __future__ import annotations
 
-websocket_urlpatterns: list = []
+from django.urls import path
+
+from webapp.live.consumers import RunConsumer, RunsListConsumer
+
+websocket_urlpatterns = [
+    path("ws/runs/<int:run_id>/", RunConsumer.as_asgi()),
+    path("ws/runs/", RunsListConsumer.as_asgi()),
+]

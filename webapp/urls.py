@@ -27,5 +27,6 @@ urlpatterns = [
         name="membership-remove",
     ),
     path("envs/", include("webapp.catalog.urls")),
+    path("runs/", include("webapp.runs.urls")),
     path("admin/", admin.site.urls),
 ]

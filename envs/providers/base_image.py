@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-LOCAL_BASE_TAG = "trainyard/base:bookworm-py311-v2"
+LOCAL_BASE_TAG = "trainyard/base:bookworm-py311-v3"
 PACKAGES = "python3,python3-venv,python3-pip,ca-certificates"
 CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 
@@ -39,6 +39,7 @@ def local_base_image(client, *, work_dir: Path | None = None, progress=print) ->
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
+        rootfs.chmod(0o755)  # mkdtemp made it 0700: "/" must be traversable by the image's non-root user
         # pip inside builds verifies the registry with the machine's own CA bundle (it may hold a proxy's CA).
         if CA_BUNDLE.exists():
             target = rootfs / "etc/ssl/certs/ca-certificates.crt"

@@ -152,7 +152,6 @@ class DockerProvider:
         port = _free_port() if host_mode else CONTAINER_PORT
         options = dict(
             image=image,
-            detach=True,
             name=f"trainyard-{deployment.deployment_id}-{index}",
             labels=container_labels,
             environment={
@@ -171,8 +170,14 @@ class DockerProvider:
             network_mode=self.network,
         )
         try:
-            container = self.client.containers.run(**options)
+            container = self.client.containers.create(**options)
         except docker.errors.APIError as exc:
+            raise ProvisionError(f"creating a container of {image} failed: {exc}") from exc
+        try:
+            container.start()
+        except docker.errors.APIError as exc:
+            # Created but not started: remove it here, or it would outlive the deployment that never knew it.
+            container.remove(force=True)
             raise ProvisionError(f"starting a container of {image} failed: {exc}") from exc
         if host_mode:
             return container, f"http://127.0.0.1:{port}"

@@ -33,8 +33,16 @@ def _pin(source_kind: str, source_ref: str, discovered: Discovered, provider) ->
     return "server:" + str(discovered.metadata.get("version") or "unknown")
 
 
+# Built-in folders are identified by their content hash: what one inspection found holds for the process's life.
+_builtin_inspections: dict[str, Discovered] = {}
+
+
 def version_inspect(*, source_kind: str, source_ref: str, capacity: int = 64) -> tuple[Discovered, str]:
     """Start the source once, read its schema and metadata, tear it down. Errors name the form field."""
+    if source_kind == SourceKind.BUILTIN and source_ref in {b.slug for b in builtin_environments()}:
+        pinned = "sha256:" + content_hash(builtin_get(source_ref).folder)
+        if pinned in _builtin_inspections:
+            return _builtin_inspections[pinned], pinned
     if source_kind not in SourceKind.values:
         raise ValidationError({"source_kind": f"Unknown source kind {source_kind!r}."})
     if source_kind == SourceKind.BUILTIN:
@@ -60,6 +68,8 @@ def version_inspect(*, source_kind: str, source_ref: str, capacity: int = 64) ->
         raise ValidationError({"source_ref": f"The server does not describe itself properly: {exc}"}) from exc
     finally:
         provider.teardown(deployment)
+    if source_kind == SourceKind.BUILTIN:
+        _builtin_inspections[pinned] = discovered
     return discovered, pinned
 
 

@@ -34,3 +34,21 @@ def run_bootstrap(*, stdout: TextIO, skip_model: bool = False) -> None:
     user, team = demo_user_and_team(stdout)
     versions = builtins_register(team=team, user=user, progress=lambda m: stdout.write(f"… {m}\n"))
     stdout.write(f"Built-in environments: {', '.join(str(v) for v in versions)}\n")
+    if not skip_model:
+        from django.conf import settings
+        from tqdm import tqdm
+
+        from workers.tiny_model import ensure_tiny_model, tiny_model_dir
+
+        if not (tiny_model_dir(settings.DATA_DIR) / "config.json").exists():
+            stdout.write("Building the tiny local model (once; a few CPU minutes)\n")
+        bar = tqdm(total=100, unit="%", bar_format="{l_bar}{bar}| {n:.0f}% {postfix}", leave=False)
+
+        def show(message: str, fraction: float) -> None:
+            bar.n = round(fraction * 100)
+            bar.set_postfix_str(message)
+            bar.refresh()
+
+        path = ensure_tiny_model(settings.DATA_DIR, progress=show)
+        bar.close()
+        stdout.write(f"Model tiny-local (CPU): {path}\n")

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 
 from webapp.core.health import system_health
@@ -18,4 +18,6 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "home.html")
+    if request.team is None:
+        return render(request, "home.html")
+    return redirect("runs:run-list")

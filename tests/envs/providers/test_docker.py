@@ -23,12 +23,17 @@ def docker_provider():
         if os.environ.get("TRAINYARD_DOCKER") == "required":
             pytest.fail(f"TRAINYARD_DOCKER=required but no Docker engine answers: {reason}")
         pytest.skip(f"no Docker engine here ({reason}); CI runs these with TRAINYARD_DOCKER=required")
-    return DockerProvider(
+    provider = DockerProvider(
         base_image=os.environ.get("TRAINYARD_DOCKER_BASE_IMAGE", "python:3.11-slim"),
         network=os.environ.get("TRAINYARD_DOCKER_NETWORK", "trainyard-envs"),
         memory="512m",
         progress=print,
     )
+    # Containers an earlier, killed test session left on this engine would confuse the assertions below.
+    for container in provider.managed_containers():
+        if container.labels.get("trainyard.run", "").startswith("test-"):
+            container.remove(force=True)
+    return provider
 
 
 def test_a_locked_down_container_serves_the_environment_and_is_removed(docker_provider):

@@ -102,7 +102,7 @@ def test_team_switch_picks_the_current_team(client_for, alice, acme, globex):
     c = client_for(alice)
     response = c.post(reverse("team-switch"), {"team": globex.pk, "next": "/"})
     assert response.status_code == 302
-    page = c.get("/")
+    page = c.get("/runs/")
     assert page.context["current_team"] == globex
 
 

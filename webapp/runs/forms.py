@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+from django import forms
+
+from webapp.runs.grpo import HELP, GRPOSettings
+
+MODEL_HELP = "tiny-local (CPU) is built on this machine; or a Hugging Face Hub id, or a local path on the worker."
+
+
+class RunCreateForm(forms.Form):
+    env_version = forms.ChoiceField(label="Environment version")
+    model_name = forms.CharField(label="Model", initial="tiny-local", max_length=300, help_text=MODEL_HELP)
+    prompts = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="One prompt a line. Empty: the environment's default prompt over varied seeds.",
+    )
+    prompts_file = forms.FileField(
+        required=False, label="Prompts (JSONL)", help_text="Rows with a 'prompt' field; other columns reach reset()."
+    )
+    replicas = forms.IntegerField(min_value=1, max_value=64, initial=1, help_text="Environment servers to start")
+    provider = forms.ChoiceField(choices=[("process", "process"), ("docker", "docker")], initial="process")
+    tags = forms.CharField(required=False, help_text="Comma separated")
+    trust_override_reason = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 2}), label="Trust override reason",
+        help_text="Required to start a run on a version that failed a trust check.",
+    )  # fmt: skip
+
+    def __init__(self, *args, versions=(), **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.versions = {str(v.pk): v for v in versions}
+        self.fields["env_version"].choices = [(str(v.pk), f"{v.environment.name} {v.label}") for v in versions]
+        defaults = GRPOSettings()
+        for name, value in defaults.as_dict().items():
+            field_class = forms.IntegerField if isinstance(value, int) else forms.FloatField
+            self.fields[name] = field_class(initial=value, help_text=HELP.get(name, ""), label=name)
+        self.grpo_fields = list(defaults.as_dict())
+
+    def grpo_config(self) -> dict:
+        return {name: self.cleaned_data[name] for name in self.grpo_fields}
+
+    def clean_tags(self) -> list[str]:
+        return sorted({t.strip() for t in self.cleaned_data.get("tags", "").split(",") if t.strip()})

@@ -1,0 +1,67 @@
+"""`manage.py demo_run --follow`: the demo's live run. Waits for a worker, queues one GRPO run of the tiny model on
+guess-number (unless one is already active), prints its page, and follows it with a progress bar."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+from tqdm import tqdm
+
+from webapp.core.bootstrap import DEMO_TEAM_SLUG
+from webapp.core.health import check_workers
+from webapp.runs.models import ACTIVE_STATUSES, FINAL_STATUSES, Run
+from webapp.runs.services import run_create
+
+DEMO_CONFIG = {"max_steps": 60, "temperature": 0.7, "learning_rate": 2e-5, "save_steps": 20}
+
+
+class Command(BaseCommand):
+    help = "Queue the demo run and follow it."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--follow", action="store_true", help="stay and show the run's progress")
+        parser.add_argument("--max-steps", type=int, default=DEMO_CONFIG["max_steps"])
+
+    def handle(self, *args, **options) -> None:
+        deadline = time.monotonic() + 300
+        while not check_workers(timeout=1.0).ok:
+            if time.monotonic() > deadline:
+                self.stderr.write("no worker answered within 5 minutes; not starting the demo run")
+                return self.idle(options)
+            time.sleep(1)
+        run = Run.objects.filter(team__slug=DEMO_TEAM_SLUG, status__in=ACTIVE_STATUSES).first()
+        if run is None:
+            from webapp.catalog.models import Environment
+
+            environment = Environment.objects.get(team__slug=DEMO_TEAM_SLUG, slug="guess-number")
+            run = run_create(
+                team=environment.team, user=None, env_version=environment.latest_version(), name="",
+                config={**DEMO_CONFIG, "max_steps": options["max_steps"]}, tags=["demo"],
+            )  # fmt: skip
+        host = f"http://{settings.ALLOWED_HOSTS[0]}:8000"
+        self.stdout.write(f"Demo run {run.name}: {host}{run.get_absolute_url()}")
+        if options["follow"]:
+            self.follow(run)
+            self.idle(options)
+
+    def follow(self, run: Run) -> None:
+        bar = tqdm(total=run.max_steps, desc=run.name, unit="step", file=sys.stdout)
+        while True:
+            run.refresh_from_db()
+            bar.n = run.step
+            bar.set_postfix_str(run.status)
+            bar.refresh()
+            if run.status in FINAL_STATUSES:
+                break
+            time.sleep(2)
+        bar.close()
+        self.stdout.write(f"Demo run {run.name} {run.status}")
+
+    def idle(self, options) -> None:
+        # A Procfile runner stops every process when one exits; the demo's follower stays.
+        if options["follow"]:
+            while True:
+                time.sleep(3600)

@@ -1,0 +1,55 @@
+"""Checks before a run is queued: the environment starts and answers a reset and a step, the model's tokenizer
+can call tools, and the settings fit. Failures come back as field errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+
+from webapp.catalog.models import EnvironmentVersion
+from webapp.runs.grpo import GRPOSettings
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def check_model(model_name: str) -> None:
+    """The tokenizer must support tool calls. Checked in a subprocess: the web process never imports TRL."""
+    if model_name == "tiny-local":
+        from workers.tiny_model import tiny_model_dir
+
+        if not (tiny_model_dir(settings.DATA_DIR) / "config.json").exists():
+            raise ValidationError({"model_name": "tiny-local is not built yet: run `manage.py bootstrap` first."})
+        return
+    result = subprocess.run(
+        [sys.executable, "-m", "workers.preflight", model_name], cwd=REPO_ROOT, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    try:
+        verdict = json.loads(result.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise ValidationError({"model_name": f"could not check the model: {result.stderr[-500:]}"}) from None
+    if not verdict.get("ok"):
+        raise ValidationError({"model_name": verdict.get("reason", "the model cannot be used")})
+
+
+def check_environment(version: EnvironmentVersion, provider: str) -> None:
+    from webapp.catalog.management.commands.env import example_action
+    from webapp.catalog.services import version_testdrive
+
+    try:
+        drive = version_testdrive(version=version, action=example_action(version.tools), provider_kind=provider)
+    except ValidationError as exc:
+        raise ValidationError({"env_version": exc.messages}) from exc
+    if drive.error:
+        raise ValidationError({"env_version": f"a scripted reset and step failed: {drive.error}"})
+
+
+def preflight(*, version: EnvironmentVersion, model_name: str, config: dict, provider: str) -> None:
+    GRPOSettings.from_dict(config)
+    check_model(model_name)
+    check_environment(version, provider)

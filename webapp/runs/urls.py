@@ -1,0 +1,19 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from webapp.runs import views
+
+app_name = "runs"
+
+urlpatterns = [
+    path("", views.run_list_view, name="run-list"),
+    path("new/", views.run_create_view, name="run-create"),
+    path("<int:pk>/", views.run_detail_view, name="run-detail"),
+    path("<int:pk>/metrics.json", views.run_metrics_json, name="run-metrics"),
+    path("<int:pk>/episodes.json", views.run_episodes_json, name="run-episodes"),
+    path("<int:pk>/log.txt", views.run_log_view, name="run-log"),
+    path("<int:pk>/cancel/", views.run_cancel_view, name="run-cancel"),
+    path("<int:pk>/clone/", views.run_clone_view, name="run-clone"),
+    path("<int:pk>/resume/", views.run_resume_view, name="run-resume"),
+]

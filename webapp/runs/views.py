@@ -1,0 +1,229 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.db.models import Q
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from webapp.accounts.models import Role
+from webapp.accounts.selectors import membership_get, membership_require
+from webapp.catalog.models import EnvironmentVersion
+from webapp.catalog.selectors import environment_list
+from webapp.runs import services
+from webapp.runs.forms import RunCreateForm
+from webapp.runs.grpo import HELP
+from webapp.runs.models import Episode, MetricPoint, Run, Status
+from webapp.runs.preflight import preflight
+from webapp.runs.selectors import metric_names, run_get, run_list
+
+SPARK_POINTS = 40
+
+
+def _run_or_404(request: HttpRequest, pk: int) -> Run:
+    try:
+        return run_get(user=request.user, pk=pk)
+    except Run.DoesNotExist:
+        raise Http404("No such run") from None
+
+
+def sparkline(values: list[float], width: int = 90, height: int = 22) -> str:
+    """SVG polyline points for a reward sparkline."""
+    if len(values) < 2:
+        return ""
+    low, high = min(values), max(values)
+    span = (high - low) or 1.0
+    step = width / (len(values) - 1)
+    return " ".join(f"{i * step:.1f},{height - (v - low) / span * height:.1f}" for i, v in enumerate(values))
+
+
+@login_required
+def run_list_view(request: HttpRequest) -> HttpResponse:
+    runs = run_list(user=request.user)
+    status, env, owner, tag, q = (request.GET.get(k, "").strip() for k in ("status", "env", "owner", "tag", "q"))
+    if status:
+        runs = runs.filter(status=status)
+    if env:
+        runs = runs.filter(env_version__environment__slug=env)
+    if owner:
+        runs = runs.filter(created_by__username=owner)
+    if tag:
+        runs = runs.filter(tags__icontains=f'"{tag}"')
+    if q:
+        runs = runs.filter(Q(name__icontains=q) | Q(model_name__icontains=q))
+    page = Paginator(runs, 25).get_page(request.GET.get("page"))
+    for run in page:
+        points = list(
+            MetricPoint.objects.filter(run=run, name="reward")
+            .order_by("-step")
+            .values_list("value", flat=True)[:SPARK_POINTS]
+        )
+        run.spark = sparkline(points[::-1])
+        run.last_reward = points[0] if points else None
+    visible = run_list(user=request.user)
+    context = {
+        "page": page,
+        "filters": {"status": status, "env": env, "owner": owner, "tag": tag, "q": q},
+        "statuses": Status.choices,
+        "envs": sorted(set(visible.values_list("env_version__environment__slug", flat=True))),
+        "owners": sorted({u for u in visible.values_list("created_by__username", flat=True) if u}),
+        "query": request.GET.urlencode(),
+    }
+    template = "runs/_run_rows.html" if request.htmx else "runs/run_list.html"
+    return render(request, template, context)
+
+
+def _versions_for(request: HttpRequest):
+    return (
+        EnvironmentVersion.objects.filter(environment__in=environment_list(user=request.user))
+        .select_related("environment")
+        .order_by("environment__name", "-created_at")
+    )
+
+
+@login_required
+def run_create_view(request: HttpRequest) -> HttpResponse:
+    if request.team is None:
+        raise Http404("You are in no team")
+    membership_require(user=request.user, team=request.team, role=Role.MEMBER)
+    versions = list(_versions_for(request))
+    form = RunCreateForm(request.POST or None, request.FILES or None, versions=versions)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        version = form.versions[data["env_version"]]
+        try:
+            prompts = [line for line in data["prompts"].splitlines() if line.strip()]
+            if data.get("prompts_file"):
+                prompts = services.prompts_from_jsonl(data["prompts_file"].read().decode("utf-8", errors="replace"))
+            config = form.grpo_config()
+            preflight(version=version, model_name=data["model_name"], config=config, provider=data["provider"])
+            run = services.run_create(
+                team=request.team, user=request.user, env_version=version, model_name=data["model_name"],
+                prompts=prompts, config=config, replicas=data["replicas"], provider=data["provider"],
+                tags=data["tags"], trust_override_reason=data["trust_override_reason"],
+            )  # fmt: skip
+        except ValidationError as exc:
+            for field, errors in exc.message_dict.items() if hasattr(exc, "error_dict") else [(None, exc.messages)]:
+                form.add_error(field if field in form.fields else None, errors)
+        else:
+            messages.success(request, f"Queued {run.name}.")
+            return redirect(run.get_absolute_url())
+    return render(request, "runs/run_form.html", {"form": form}, status=400 if form.errors else 200)
+
+
+@login_required
+def run_detail_view(request: HttpRequest, pk: int) -> HttpResponse:
+    run = _run_or_404(request, pk)
+    membership = membership_get(user=request.user, team=run.team)
+    names = metric_names(run=run)
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        groups.setdefault(name.split("/")[0] if "/" in name else "train", []).append(name)
+    config_rows = [(k, v, HELP.get(k, "")) for k, v in run.config.items()]
+    return render(
+        request,
+        "runs/run_detail.html",
+        {
+            "run": run,
+            "can_act": membership is not None and membership.allows(Role.MEMBER),
+            "config_rows": config_rows,
+            "metric_groups": groups,
+            "boot": {"run": run.pk, "maxSteps": run.max_steps, "status": run.status, "step": run.step},
+        },
+    )
+
+
+@login_required
+def run_metrics_json(request: HttpRequest, pk: int) -> JsonResponse:
+    run = _run_or_404(request, pk)
+    wanted = [n for n in request.GET.get("names", "").split(",") if n]
+    points = MetricPoint.objects.filter(run=run)
+    if wanted:
+        points = points.filter(name__in=wanted)
+    series: dict[str, dict[str, list]] = {}
+    for name, step, value, wall in points.order_by("name", "step").values_list("name", "step", "value", "wall_time"):
+        s = series.setdefault(name, {"step": [], "value": [], "wall_time": []})
+        s["step"].append(step)
+        s["value"].append(value)
+        s["wall_time"].append(wall)
+    return JsonResponse({"run": run.pk, "last_seq": run.last_seq, "series": series})
+
+
+def episode_dict(e: Episode) -> dict:
+    return {
+        "id": e.pk,
+        "step": e.step,
+        "group": e.group,
+        "index": e.index_in_group,
+        "reward": e.reward,
+        "advantage": e.advantage,
+        "num_tool_calls": e.num_tool_calls,
+        "num_tool_errors": e.num_tool_errors,
+        "error": e.error,
+        "turns": e.turns,
+        "prompt": e.prompt,
+    }
+
+
+@login_required
+def run_episodes_json(request: HttpRequest, pk: int) -> JsonResponse:
+    run = _run_or_404(request, pk)
+    episodes = Episode.objects.filter(run=run)
+    try:
+        if request.GET.get("step"):
+            episodes = episodes.filter(step=int(request.GET["step"]))
+        if request.GET.get("min_reward"):
+            episodes = episodes.filter(reward__gte=float(request.GET["min_reward"]))
+        if request.GET.get("max_reward"):
+            episodes = episodes.filter(reward__lte=float(request.GET["max_reward"]))
+        limit = min(500, int(request.GET.get("limit", 100)))
+    except ValueError:
+        return JsonResponse({"error": "step, min_reward, max_reward and limit must be numbers"}, status=400)
+    if request.GET.get("errors") == "1":
+        episodes = episodes.filter(Q(num_tool_errors__gt=0) | ~Q(error=""))
+    rows = list(episodes.order_by("-step", "group", "index_in_group")[:limit])
+    return JsonResponse({"run": run.pk, "episodes": [episode_dict(e) for e in rows]})
+
+
+@login_required
+def run_log_view(request: HttpRequest, pk: int) -> HttpResponse:
+    run = _run_or_404(request, pk)
+    path = Path(services.run_artifact_dir(run)) / "trainer.log"
+    try:
+        text = path.read_text(errors="replace")[-20000:]
+    except OSError:
+        text = ""
+    return HttpResponse(text, content_type="text/plain; charset=utf-8")
+
+
+def _act(request: HttpRequest, pk: int, action) -> HttpResponse:
+    run = _run_or_404(request, pk)
+    try:
+        result = action(run=run, user=request.user)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+        return redirect(run.get_absolute_url())
+    return redirect(result.get_absolute_url())
+
+
+@login_required
+@require_POST
+def run_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
+    return _act(request, pk, services.run_request_cancel)
+
+
+@login_required
+@require_POST
+def run_clone_view(request: HttpRequest, pk: int) -> HttpResponse:
+    return _act(request, pk, services.run_clone)
+
+
+@login_required
+@require_POST
+def run_resume_view(request: HttpRequest, pk: int) -> HttpResponse:
+    return _act(request, pk, services.run_resume)
