@@ -127,3 +127,13 @@ def live_worker(django_db_setup, django_db_blocker):
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+@pytest.fixture(scope="session")
+def tiny_model(django_db_setup):
+    """The real tiny model (built once per data folder: a few CPU minutes the first time)."""
+    from django.conf import settings
+
+    from workers.tiny_model import ensure_tiny_model
+
+    return ensure_tiny_model(Path(settings.DATA_DIR))

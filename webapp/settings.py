@@ -215,6 +215,8 @@ STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "static"
 STATIC_ROOT.mkdir(exist_ok=True)
 STATICFILES_DIRS = [BASE_DIR / "webapp" / "static"]
+# Serve from the finders too, so a checkout works before (or without) collectstatic.
+WHITENOISE_USE_FINDERS = True
 # Front-end libraries installed from npm at set-up (see Makefile); never a CDN at run time.
 NODE_MODULES_DIR = BASE_DIR / "node_modules"
 if NODE_MODULES_DIR.exists():

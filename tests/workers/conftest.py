@@ -1,21 +1,8 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
-
-import pytest
 
 from webapp.runs.models import FINAL_STATUSES, Run
-
-
-@pytest.fixture(scope="session")
-def tiny_model(django_db_setup):
-    """The real tiny model (built once per data folder: a few CPU minutes the first time)."""
-    from django.conf import settings
-
-    from workers.tiny_model import ensure_tiny_model
-
-    return ensure_tiny_model(Path(settings.DATA_DIR))
 
 
 def wait_for(predicate, *, timeout: float, interval: float = 0.5, what: str = "condition"):

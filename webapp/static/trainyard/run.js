@@ -3,8 +3,8 @@
   "use strict";
   const boot = JSON.parse(document.getElementById("run-boot").textContent);
   const base = `/runs/${boot.run}/`;
-  const state = { series: {}, charts: {}, lastSeq: 0, episodes: new Map(), status: boot.status, startedAt: null,
-                  smoothing: 0, xaxis: "step", pendingDraw: false };
+  const state = (window.trainyardRun = { series: {}, charts: {}, lastSeq: 0, episodes: new Map(), status: boot.status, startedAt: null,
+                  smoothing: 0, xaxis: "step", pendingDraw: false });
 
   const KEY_CHARTS = [
     { title: "reward (mean ± std)", names: ["reward"], band: "reward_std", key: "reward" },
