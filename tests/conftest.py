@@ -137,3 +137,14 @@ def tiny_model(django_db_setup):
     from workers.tiny_model import ensure_tiny_model
 
     return ensure_tiny_model(Path(settings.DATA_DIR))
+
+
+def require_docker() -> None:
+    """Skip without a Docker engine, except where CI says one runs (TRAINYARD_DOCKER=required): there, fail."""
+    from envs.providers.docker import docker_available
+
+    reason = docker_available()
+    if reason is not None:
+        if os.environ.get("TRAINYARD_DOCKER") == "required":
+            pytest.fail(f"TRAINYARD_DOCKER=required but no Docker engine answers: {reason}")
+        pytest.skip(f"no Docker engine here ({reason}); CI runs these with TRAINYARD_DOCKER=required")

@@ -90,3 +90,18 @@ def test_a_run_whose_environment_cannot_start_fails_with_the_reason(acme, live_w
     run = wait_final(run, timeout=60)
     assert run.status == Status.FAILED
     assert "no server/app.py" in run.failure_reason
+
+
+@pytest.mark.docker
+def test_a_run_through_the_docker_provider(acme, tiny_model, live_worker):
+    from tests.conftest import require_docker
+
+    require_docker()
+    run = wait_final(start_run(acme, max_steps=2, provider="docker"), timeout=900)
+    assert run.status == Status.SUCCEEDED, run.failure_reason
+    assert run.deployment["provider"] == "docker" and run.deployment.get("torn_down") is True
+    assert MetricPoint.objects.filter(run=run, name="reward").count() == 2
+    assert Episode.objects.filter(run=run).count() == 8
+    from webapp.catalog.deployments import provider_get
+
+    assert provider_get("docker").managed_containers(run=str(run.pk)) == []

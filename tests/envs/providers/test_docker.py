@@ -9,6 +9,7 @@ import pytest
 
 from envs.providers import EnvSource, ProvisionError
 from envs.session import EnvSession
+from tests.conftest import require_docker
 from tests.envs.conftest import builtin_source
 
 pytestmark = pytest.mark.docker
@@ -16,13 +17,9 @@ pytestmark = pytest.mark.docker
 
 @pytest.fixture(scope="module")
 def docker_provider():
-    from envs.providers.docker import DockerProvider, docker_available
+    from envs.providers.docker import DockerProvider
 
-    reason = docker_available()
-    if reason is not None:
-        if os.environ.get("TRAINYARD_DOCKER") == "required":
-            pytest.fail(f"TRAINYARD_DOCKER=required but no Docker engine answers: {reason}")
-        pytest.skip(f"no Docker engine here ({reason}); CI runs these with TRAINYARD_DOCKER=required")
+    require_docker()
     provider = DockerProvider(
         base_image=os.environ.get("TRAINYARD_DOCKER_BASE_IMAGE", "python:3.11-slim"),
         network=os.environ.get("TRAINYARD_DOCKER_NETWORK", "trainyard-envs"),

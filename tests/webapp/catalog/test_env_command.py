@@ -53,3 +53,15 @@ def test_env_testdrive_reports_a_refused_action(builtins):
             "env", "testdrive", "grid-catch", "--provider", "process", "--action", '{"direction": "north"}',
             "--json", stdout=StringIO(),
         )  # fmt: skip
+
+
+@pytest.mark.docker
+def test_env_testdrive_json_with_the_docker_provider(builtins):
+    from tests.conftest import require_docker
+
+    require_docker()
+    out = StringIO()
+    call_command("env", "testdrive", "guess-number", "--provider", "docker", "--json", stdout=out)
+    result = json.loads(out.getvalue())
+    assert result["provider"] == "docker"
+    assert result["step"]["observation"]["guesses_left"] == 5
