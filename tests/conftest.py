@@ -24,6 +24,12 @@ def pytest_configure(config: pytest.Config) -> None:
         ensure_running(Path(settings.EMBEDDED_REDIS_SOCKET))
 
 
+@pytest.fixture(autouse=True)
+def _no_background_trust_checks(settings):
+    """Adding a version queues a trust check; tests that want one run it themselves."""
+    settings.TRAINYARD_TRUST_ON_ADD = False
+
+
 @pytest.fixture
 def acme(db):
     return TeamFactory(name="Acme", slug="acme")
@@ -148,3 +154,10 @@ def require_docker() -> None:
         if os.environ.get("TRAINYARD_DOCKER") == "required":
             pytest.fail(f"TRAINYARD_DOCKER=required but no Docker engine answers: {reason}")
         pytest.skip(f"no Docker engine here ({reason}); CI runs these with TRAINYARD_DOCKER=required")
+
+
+@pytest.fixture
+def guess_version(acme, alice):
+    from tests.webapp.runs.conftest import register_builtin
+
+    return register_builtin(acme, "guess-number")

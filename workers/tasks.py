@@ -19,3 +19,14 @@ def reap_lost_runs() -> list[int]:
     from workers.reaper import reap_lost_runs as reap
 
     return reap()
+
+
+@app.task(name="workers.run_trust_check", ignore_result=True)
+def run_trust_check(report_id: int) -> str:
+    from webapp.catalog.models import TrustReport
+    from webapp.catalog.trust import trust_check_run
+
+    report = TrustReport.objects.select_related("version").filter(pk=report_id).first()
+    if report is None:  # the version was deleted meanwhile
+        return "gone"
+    return trust_check_run(report=report).verdict

@@ -81,3 +81,37 @@ class EnvironmentVersion(models.Model):
     @property
     def is_frozen(self) -> bool:
         return self.used_at is not None
+
+
+class TrustReport(models.Model):
+    """The trust probes' verdict on one version: each probe passed, failed with evidence, or not applicable."""
+
+    class State(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        ERROR = "error", "Error"
+
+    version = models.ForeignKey(EnvironmentVersion, on_delete=models.CASCADE, related_name="trust_reports")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    results = models.JSONField(default=list)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"trust report of {self.version} ({self.verdict})"
+
+    @property
+    def failed(self) -> list[dict]:
+        return [r for r in self.results if r.get("status") == "failed"]
+
+    @property
+    def verdict(self) -> str:
+        """passed, failed, or the report's state while it has no results."""
+        if self.state != self.State.DONE:
+            return self.state
+        return "failed" if self.failed else "passed"

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -125,7 +126,7 @@ def version_add(
 
 
 def _version_save(environment, user, label, source_kind, source_ref, pinned, capacity, discovered):
-    return EnvironmentVersion.objects.create(
+    version = EnvironmentVersion.objects.create(
         environment=environment,
         label=label,
         source_kind=source_kind,
@@ -139,6 +140,11 @@ def _version_save(environment, user, label, source_kind, source_ref, pinned, cap
         server_metadata=discovered.metadata,
         created_by=user,
     )
+    if settings.TRAINYARD_TRUST_ON_ADD:
+        from webapp.catalog.trust import trust_check_request
+
+        trust_check_request(version=version)
+    return version
 
 
 def version_mark_used(*, version: EnvironmentVersion) -> None:

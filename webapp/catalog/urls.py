@@ -12,4 +12,5 @@ urlpatterns = [
     path("<int:pk>/", views.environment_detail, name="environment-detail"),
     path("<int:pk>/versions/new/", views.version_create, name="version-create"),
     path("<int:pk>/versions/<int:version_pk>/testdrive/", views.version_testdrive, name="version-testdrive"),
+    path("<int:pk>/versions/<int:version_pk>/trust/", views.version_trust_check, name="version-trust"),
 ]

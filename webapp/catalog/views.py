@@ -6,12 +6,14 @@ from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
 
 from webapp.accounts.models import Role
 from webapp.accounts.selectors import membership_get, membership_require
 from webapp.catalog import selectors, services
 from webapp.catalog.forms import ActionForm, EnvironmentCreateForm, VersionSourceForm
 from webapp.catalog.models import Environment, EnvironmentVersion
+from webapp.catalog.trust import trust_check_request
 
 
 def _environment_or_404(request: HttpRequest, pk: int) -> Environment:
@@ -59,6 +61,7 @@ def environment_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "environment": environment,
             "versions": versions,
             "can_edit": membership is not None and membership.allows(Role.MEMBER),
+            "can_test": any(m.allows(Role.MEMBER) for m in request.user.memberships.all()),
             "runs_by_version": _runs_by_version(request, versions),
         },
     )
@@ -145,3 +148,14 @@ def version_testdrive(request: HttpRequest, pk: int, version_pk: int) -> HttpRes
          "drive": drive, "providers": ["process", "docker", "url"]},
         status=400 if form.errors else 200,
     )  # fmt: skip
+
+
+@login_required
+@require_POST
+def version_trust_check(request: HttpRequest, pk: int, version_pk: int) -> HttpResponse:
+    version = _version_or_404(request, pk, version_pk)
+    if not any(m.allows(Role.MEMBER) for m in request.user.memberships.all()):
+        membership_require(user=request.user, team=version.environment.team, role=Role.MEMBER)
+    trust_check_request(version=version)
+    messages.success(request, f"Trust checks of {version} queued.")
+    return redirect("catalog:environment-detail", pk=pk)

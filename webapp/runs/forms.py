@@ -29,12 +29,18 @@ class RunCreateForm(forms.Form):
     def __init__(self, *args, versions=(), **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.versions = {str(v.pk): v for v in versions}
-        self.fields["env_version"].choices = [(str(v.pk), f"{v.environment.name} {v.label}") for v in versions]
+        self.fields["env_version"].choices = [(str(v.pk), self.version_label(v)) for v in versions]
         defaults = GRPOSettings()
         for name, value in defaults.as_dict().items():
             field_class = forms.IntegerField if isinstance(value, int) else forms.FloatField
             self.fields[name] = field_class(initial=value, help_text=HELP.get(name, ""), label=name)
         self.grpo_fields = list(defaults.as_dict())
+
+    @staticmethod
+    def version_label(version) -> str:
+        report = version.trust_reports.first()
+        verdict = report.verdict if report else "unchecked"
+        return f"{version.environment.name} {version.label} — trust: {verdict}"
 
     def grpo_config(self) -> dict:
         return {name: self.cleaned_data[name] for name in self.grpo_fields}

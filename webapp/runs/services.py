@@ -112,6 +112,14 @@ def run_create(
     if not model_name.strip():
         raise ValidationError({"model_name": "name a model: tiny-local, a Hub id or a local path"})
     rows = prompts_normalize(prompts)
+    from webapp.catalog.trust import trust_report_latest
+
+    report = trust_report_latest(env_version)
+    if report is not None and report.verdict == "failed" and not trust_override_reason.strip():
+        names = ", ".join(r["name"] for r in report.failed)
+        raise ValidationError(
+            {"trust_override_reason": f"{env_version} failed trust probes ({names}); give a reason to run it anyway."}
+        )
     with transaction.atomic():
         number = Run.objects.filter(team=team).count() + 1
         run = Run.objects.create(

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import pytest
-
 from webapp.catalog.models import Environment, EnvironmentVersion
 from webapp.catalog.services import environment_create
 
@@ -13,8 +11,3 @@ def register_builtin(team, slug: str) -> EnvironmentVersion:
     env = environment_create(team=team, user=None, name=slug, slug=slug, source_kind="builtin", source_ref=slug,
                              description="Find a hidden whole number from higher/lower hints.")  # fmt: skip
     return env.versions.get()
-
-
-@pytest.fixture
-def guess_version(acme, alice):
-    return register_builtin(acme, "guess-number")

@@ -1,0 +1,77 @@
+"""Trust checks of catalog versions: provision the version, run the probes (envs.trust), store a TrustReport."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from envs.providers import ProvisionError
+from envs.tools import ToolSpec
+from envs.trust.probes import ProbeContext, run_probes
+from webapp.catalog.deployments import default_provider_kind, provider_get, source_for
+from webapp.catalog.models import EnvironmentVersion, TrustReport
+
+# The capacity probe opens one session more than the declared maximum; probing a larger one is not worth it.
+PROBE_CAPACITY_LIMIT = 64
+
+
+def trust_report_latest(version: EnvironmentVersion) -> TrustReport | None:
+    return version.trust_reports.order_by("-created_at").first()
+
+
+def trust_check_request(*, version: EnvironmentVersion) -> TrustReport:
+    """Record a pending report and queue the check once the transaction commits."""
+    report = TrustReport.objects.create(version=version)
+
+    def enqueue() -> None:
+        from workers.tasks import run_trust_check
+
+        run_trust_check.apply_async(args=[report.pk], queue="default")
+
+    transaction.on_commit(enqueue)
+    return report
+
+
+def trust_check_run(
+    *, report: TrustReport, provider_kind: str | None = None, progress: Callable[[str], None] = lambda m: None
+) -> TrustReport:
+    version = report.version
+    TrustReport.objects.filter(pk=report.pk).update(state=TrustReport.State.RUNNING)
+    kind = provider_kind or default_provider_kind(version.source_kind)
+    provider = provider_get(kind, progress=progress)
+    capacity = min(version.capacity, PROBE_CAPACITY_LIMIT)
+    source = source_for(source_kind=version.source_kind, source_ref=version.source_ref, capacity=capacity)
+    try:
+        deployment = provider.provision(source, labels={"purpose": "trust"})
+    except ProvisionError as exc:
+        report.state, report.error, report.finished_at = TrustReport.State.ERROR, str(exc)[:4000], timezone.now()
+        report.save()
+        return report
+    try:
+        ctx = ProbeContext(
+            endpoint=deployment.endpoints[0],
+            tools=[ToolSpec(**t) for t in version.tools],
+            capacity=version.capacity if kind == "url" else capacity,
+            step_timeout=float(settings.TRAINYARD_ENV_STEP_TIMEOUT),
+            observation_schema=version.observation_schema,
+            stochastic=bool(version.server_metadata.get("stochastic")),
+        )
+        results = run_probes(ctx, progress=lambda name, i, n: progress(f"probe {i + 1}/{n}: {name}"))
+    except Exception as exc:
+        report.state, report.error, report.finished_at = (
+            TrustReport.State.ERROR,
+            f"{type(exc).__name__}: {exc}",
+            timezone.now(),
+        )
+        report.save()
+        return report
+    finally:
+        provider.teardown(deployment)
+    report.results = [r.as_dict() for r in results]
+    report.state = TrustReport.State.DONE
+    report.finished_at = timezone.now()
+    report.save()
+    return report
