@@ -6,16 +6,21 @@ sequence numbers. Runs inside the trainer subprocess, with Django set up.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import random
 import statistics
 import time
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 
 from envs.adapter import EpisodeLog, ToolEnvironment
 from webapp.live.publish import publish
 from webapp.runs.models import Episode, MetricPoint, Run
+from webapp.runs.rollups import rollups_add
 
 TEXT_LIMIT = 4000  # characters of one message kept in a live delta (the database keeps it whole)
 
@@ -31,33 +36,56 @@ def numeric_metrics(logs: dict[str, Any]) -> dict[str, float]:
 
 
 class MetricRecorder:
-    """Stores TRL's per-step logs as MetricPoints and publishes `run.metrics` (and progress) deltas."""
+    """Stores TRL's per-step logs as MetricPoints (and their rollups) and publishes `run.metrics` deltas.
 
-    def __init__(self, run: Run) -> None:
+    Writes are batched: a step is flushed at once when steps are slower than `flush_seconds` (the usual case, so
+    the page is live), and in batches when they come faster, so a fast logger costs one transaction per batch.
+    """
+
+    def __init__(self, run: Run, *, flush_seconds: float = 0.25, flush_points: int = 5000) -> None:
         self.run_id = run.pk
-        self.team_id = run.team_id
         self.max_steps = run.max_steps
+        self.flush_seconds = flush_seconds
+        self.flush_points = flush_points
+        self._buffer: list[tuple[int, float, dict[str, float]]] = []
+        self._buffered_points = 0
+        self._last_flush = 0.0
 
     def record(self, step: int, logs: dict[str, Any]) -> dict[str, float]:
         values = numeric_metrics(logs)
-        if not values:
-            return values
-        now = time.time()
-        MetricPoint.objects.bulk_create(
-            [MetricPoint(run_id=self.run_id, name=name, step=step, value=value, wall_time=now)
-             for name, value in values.items()],
-            update_conflicts=True,  # a resumed run logs its steps again: the newer value wins
-            unique_fields=["run", "name", "step"],
-            update_fields=["value", "wall_time"],
-        )  # fmt: skip
-        Run.objects.filter(pk=self.run_id).update(step=step, heartbeat_at=timezone.now())
-        progress = min(1.0, step / self.max_steps) if self.max_steps else 0.0
-        publish(
-            self.run_id,
-            [("run.metrics", {"step": step, "wall_time": now, "values": values}),
-             ("run.progress", {"step": step, "max_steps": self.max_steps, "progress": round(progress, 4)})],
-        )  # fmt: skip
+        if values:
+            self._buffer.append((step, time.time(), values))
+            self._buffered_points += len(values)
+        now = time.monotonic()
+        if self._buffered_points >= self.flush_points or now - self._last_flush >= self.flush_seconds:
+            self.flush()
         return values
+
+    def flush(self) -> int:
+        self._last_flush = time.monotonic()
+        if not self._buffer:
+            return 0
+        batch, self._buffer, self._buffered_points = self._buffer, [], 0
+        rows = [MetricPoint(run_id=self.run_id, name=name, step=step, value=value, wall_time=wall)
+                for step, wall, values in batch for name, value in values.items()]  # fmt: skip
+        with transaction.atomic():
+            MetricPoint.objects.bulk_create(
+                rows,
+                update_conflicts=True,  # a resumed run logs its steps again: the newer value wins
+                unique_fields=["run", "name", "step"],
+                update_fields=["value", "wall_time"],
+                batch_size=5000,
+            )
+            rollups_add(self.run_id, ((r.name, r.step, r.value) for r in rows))
+            last_step = max(step for step, _, _ in batch)
+            Run.objects.filter(pk=self.run_id).update(step=last_step, heartbeat_at=timezone.now())
+        progress = min(1.0, last_step / self.max_steps) if self.max_steps else 0.0
+        events = [("run.metrics", {"step": step, "wall_time": wall, "values": values}) for step, wall, values in batch]
+        events.append(
+            ("run.progress", {"step": last_step, "max_steps": self.max_steps, "progress": round(progress, 4)})
+        )
+        publish(self.run_id, events)
+        return len(rows)
 
 
 def _short(text: Any) -> Any:
@@ -109,12 +137,31 @@ def prompt_text(prompt: Any) -> str:
     return str(prompt)
 
 
+def row_key(prompt: str, reset_kwargs: dict[str, Any]) -> str:
+    """The dataset row an episode played: the same prompt and reset columns (seed included) in any run."""
+    body = json.dumps({"prompt": prompt, "reset": reset_kwargs}, sort_keys=True, default=str)
+    return hashlib.sha256(body.encode()).hexdigest()[:32]
+
+
+def transcripts_to_keep(rewards: list[float], errored: list[bool], sample: int, seed: int) -> set[int]:
+    """The `sample` policy: a random sample, the best, the worst and every errored episode of a batch."""
+    if not rewards:
+        return set()
+    keep = {max(range(len(rewards)), key=rewards.__getitem__), min(range(len(rewards)), key=rewards.__getitem__)}
+    keep |= {i for i, e in enumerate(errored) if e}
+    keep |= set(random.Random(seed).sample(range(len(rewards)), min(sample, len(rewards))))
+    return keep
+
+
 class EpisodeRecorder:
     """Turns a batch's completions and environment logs into Episode rows and `run.episode` deltas."""
+
+    SAMPLE = 2
 
     def __init__(self, run: Run, group_size: int) -> None:
         self.run_id = run.pk
         self.group_size = group_size
+        self.policy = run.transcript_policy
 
     def record(
         self,
@@ -126,21 +173,28 @@ class EpisodeRecorder:
         rewards: list[float],
     ) -> list[Episode]:
         advantages = group_advantages(rewards, self.group_size)
+        errored = [bool(env.episode and (env.episode.error or any(e.error for e in env.episode.events)))
+                   for env in environments]  # fmt: skip
+        keep = range(len(rewards)) if self.policy == "all" else transcripts_to_keep(rewards, errored, self.SAMPLE, step)
         rows = []
         for index, (prompt, completion, env, reward) in enumerate(zip(prompts, completions, environments, rewards,
                                                                       strict=True)):  # fmt: skip
             log = env.episode
             turns = episode_turns(completion, log)
             tool_turns = [t for t in turns if t["role"] == "tool"]
+            text = prompt_text(prompt)
+            reset_kwargs = log.reset_kwargs if log else {}
             rows.append(
                 Episode(
                     run_id=self.run_id,
                     step=step,
                     group=index // self.group_size,
                     index_in_group=index % self.group_size,
-                    prompt=prompt_text(prompt),
-                    turns=turns,
-                    reset_kwargs=(log.reset_kwargs if log else {}),
+                    prompt=text,
+                    turns=turns if index in keep else [],
+                    has_transcript=index in keep,
+                    row_key=row_key(text, reset_kwargs),
+                    reset_kwargs=reset_kwargs,
                     reward=reward,
                     advantage=advantages[index],
                     env_episode_id=log.episode_id if log else "",

@@ -142,6 +142,9 @@ def recording(run, stop: threading.Event):
         def on_log(self, args, state, control, logs=None, **kwargs):
             metrics.record(state.global_step, logs or {})
 
+        def on_train_end(self, args, state, control, **kwargs):
+            metrics.flush()
+
         def on_step_end(self, args, state, control, **kwargs):
             Run.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
             cancelled = Run.objects.filter(pk=run.pk, cancel_requested_at__isnull=False).exists()

@@ -55,6 +55,12 @@ class Run(models.Model):
     replicas = models.PositiveIntegerField(default=1)
     provider = models.CharField(max_length=20, default="process")
     tags = models.JSONField(default=list, blank=True)
+    transcript_policy = models.CharField(
+        max_length=10,
+        choices=[("all", "Keep every transcript"), ("sample", "Summaries for all; transcripts of a sample, the "
+                                                               "best, the worst and the errored")],
+        default="all",
+    )  # fmt: skip
     trust_override_reason = models.TextField(blank=True)
 
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED, db_index=True)
@@ -104,11 +110,32 @@ class MetricPoint(models.Model):
     wall_time = models.FloatField(help_text="Unix seconds")
 
     class Meta:
+        # The unique constraint's index (run, name, step) also serves every range query of a series.
         constraints = [models.UniqueConstraint(fields=["run", "name", "step"], name="one_point_per_step")]
-        indexes = [models.Index(fields=["run", "name", "step"])]
 
     def __str__(self) -> str:
         return f"{self.name}@{self.step}={self.value:g}"
+
+
+class MetricRollup(models.Model):
+    """Min and max of a series over fixed step buckets, kept up to date at ingest: a million-point series is
+    drawn from about a thousand rows, with every bucket's extremes exact."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="rollups")
+    name = models.CharField(max_length=100)
+    width = models.PositiveIntegerField(help_text="Steps per bucket")
+    bucket = models.BigIntegerField(help_text="step // width")
+    min_step = models.BigIntegerField()
+    min_value = models.FloatField()
+    max_step = models.BigIntegerField()
+    max_value = models.FloatField()
+    count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "name", "width", "bucket"], name="one_rollup_per_bucket")]
+
+    def __str__(self) -> str:
+        return f"{self.name}[{self.bucket * self.width}:+{self.width}]"
 
 
 class Episode(models.Model):
@@ -121,6 +148,8 @@ class Episode(models.Model):
     reset_kwargs = models.JSONField(default=dict)
     reward = models.FloatField()
     advantage = models.FloatField(null=True)
+    has_transcript = models.BooleanField(default=True, help_text="False: only the summary was kept (run policy)")
+    row_key = models.CharField(max_length=64, blank=True, db_index=True, help_text="Dataset row: prompt and seed")
     env_episode_id = models.CharField(max_length=100, blank=True)
     num_tool_calls = models.PositiveIntegerField(default=0)
     num_tool_errors = models.PositiveIntegerField(default=0)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 from django.contrib import messages
@@ -7,7 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.db.models import Q
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
@@ -15,11 +16,12 @@ from webapp.accounts.models import Role
 from webapp.accounts.selectors import membership_get, membership_require
 from webapp.catalog.models import EnvironmentVersion
 from webapp.catalog.selectors import environment_list
-from webapp.runs import services
+from webapp.runs import comparison, services
 from webapp.runs.forms import RunCreateForm
 from webapp.runs.grpo import HELP
 from webapp.runs.models import Episode, MetricPoint, Run, Status
 from webapp.runs.preflight import preflight
+from webapp.runs.rollups import series_downsampled
 from webapp.runs.selectors import metric_names, run_get, run_list
 
 SPARK_POINTS = 40
@@ -138,20 +140,32 @@ def run_detail_view(request: HttpRequest, pk: int) -> HttpResponse:
     )
 
 
+def _int_param(request: HttpRequest, name: str) -> int | None:
+    raw = request.GET.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        return int(float(raw))
+    except ValueError:
+        raise ValidationError({name: f"{name} must be a number"}) from None
+
+
+def series_payload(run: Run, request: HttpRequest) -> dict:
+    """Every requested series of a run, min/max-downsampled to at most ~2,000 points over [lo, hi]."""
+    wanted = [n for n in request.GET.get("names", "").split(",") if n] or metric_names(run=run)
+    lo, hi = _int_param(request, "lo"), _int_param(request, "hi")
+    return {name: series_downsampled(run.pk, name, lo, hi) for name in wanted}
+
+
 @login_required
 def run_metrics_json(request: HttpRequest, pk: int) -> JsonResponse:
     run = _run_or_404(request, pk)
-    wanted = [n for n in request.GET.get("names", "").split(",") if n]
-    points = MetricPoint.objects.filter(run=run)
-    if wanted:
-        points = points.filter(name__in=wanted)
-    series: dict[str, dict[str, list]] = {}
-    for name, step, value, wall in points.order_by("name", "step").values_list("name", "step", "value", "wall_time"):
-        s = series.setdefault(name, {"step": [], "value": [], "wall_time": []})
-        s["step"].append(step)
-        s["value"].append(value)
-        s["wall_time"].append(wall)
-    return JsonResponse({"run": run.pk, "last_seq": run.last_seq, "series": series})
+    last_seq = run.last_seq  # read before the points: anything newer is replayed over the socket
+    try:
+        series = series_payload(run, request)
+    except ValidationError as exc:
+        return JsonResponse({"error": exc.message_dict}, status=400)
+    return JsonResponse({"run": run.pk, "last_seq": last_seq, "series": series})
 
 
 def episode_dict(e: Episode) -> dict:
@@ -227,3 +241,78 @@ def run_clone_view(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def run_resume_view(request: HttpRequest, pk: int) -> HttpResponse:
     return _act(request, pk, services.run_resume)
+
+
+def _compare_runs(request: HttpRequest) -> list[Run]:
+    # ?runs=12,15,19 (a shareable URL) or ?runs=12&runs=15 (the runs list's checkboxes)
+    raw = ",".join(request.GET.getlist("runs"))
+    return comparison.runs_for_compare(user=request.user, ids=comparison.parse_run_ids(raw))
+
+
+@login_required
+def compare_view(request: HttpRequest) -> HttpResponse:
+    runs = _compare_runs(request)
+    names = sorted({n for run in runs for n in metric_names(run=run)})
+    return render(
+        request,
+        "runs/compare.html",
+        {
+            "runs": runs,
+            "ids": ",".join(str(r.pk) for r in runs),
+            "summary": [comparison.summary_row(r) for r in runs],
+            "summary_keys": list(comparison.summary_row(runs[0]).keys())[3:],
+            "diff": comparison.config_diff(runs),
+            "rows": comparison.shared_rows(runs),
+            "metric_names": names,
+            "boot": {"runs": [{"id": r.pk, "name": r.name} for r in runs], "names": names},
+        },
+    )
+
+
+@login_required
+def compare_metrics_json(request: HttpRequest) -> JsonResponse:
+    runs = _compare_runs(request)
+    try:
+        return JsonResponse({"runs": {r.pk: series_payload(r, request) for r in runs}})
+    except ValidationError as exc:
+        return JsonResponse({"error": exc.message_dict}, status=400)
+
+
+@login_required
+def compare_summary_csv(request: HttpRequest) -> HttpResponse:
+    runs = _compare_runs(request)
+    rows = [comparison.summary_row(r) for r in runs]
+    response = HttpResponse(content_type="text/csv")
+    response["Content-Disposition"] = 'attachment; filename="trainyard-summary.csv"'
+    writer = csv.DictWriter(response, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    return response
+
+
+class _Echo:
+    def write(self, value: str) -> str:
+        return value
+
+
+@login_required
+def compare_metrics_csv(request: HttpRequest) -> StreamingHttpResponse:
+    """Every raw point of the runs (or of ?names=…), streamed: long runs export without loading all in memory."""
+    runs = _compare_runs(request)
+    names = [n for n in request.GET.get("names", "").split(",") if n]
+    points = MetricPoint.objects.filter(run__in=runs).order_by("run_id", "name", "step")
+    if names:
+        points = points.filter(name__in=names)
+    run_names = {r.pk: r.name for r in runs}
+    writer = csv.writer(_Echo())
+
+    def rows():
+        yield writer.writerow(["run_id", "run", "metric", "step", "value", "wall_time"])
+        for run_id, name, step, value, wall in points.values_list(
+            "run_id", "name", "step", "value", "wall_time"
+        ).iterator(chunk_size=5000):
+            yield writer.writerow([run_id, run_names[run_id], name, step, value, wall])
+
+    response = StreamingHttpResponse(rows(), content_type="text/csv")
+    response["Content-Disposition"] = 'attachment; filename="trainyard-metrics.csv"'
+    return response

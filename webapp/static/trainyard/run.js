@@ -52,7 +52,8 @@
     const seriesOpts = [{ label: state.xaxis }].concat(def.names.map((n, i) => ({ label: n, stroke: COLORS[i % 6], width: 1.5, spanGaps: true })));
     if (def.band) seriesOpts.push({ label: "+std", stroke: "#a9b8f0", dash: [4, 4] }, { label: "-std", stroke: "#a9b8f0", dash: [4, 4] });
     const opts = { width: Math.max(380, wrap.clientWidth - 10), height: 200, series: seriesOpts,
-      scales: { x: { time: state.xaxis === "wall_time" } }, legend: { live: true } };
+      scales: { x: { time: state.xaxis === "wall_time" } }, legend: { live: true },
+      hooks: { setSelect: [(u) => zoom(def, u)] } };
     const built = chartData(def);
     const plot = new uPlot(opts, built.data, wrap);
     plot.steps = built.steps;
@@ -67,6 +68,25 @@
     }
     state.charts[def.title] = { plot, def, wrap };
   }
+
+  // Zooming (drag to select) re-fetches that range at full resolution (the server downsamples to ~2,000 points);
+  // a double click goes back to the whole run.
+  async function zoom(def, u) {
+    if (u.select.width < 5 || state.xaxis !== "step") return;
+    const lo = Math.floor(u.posToVal(u.select.left, "x")), hi = Math.ceil(u.posToVal(u.select.left + u.select.width, "x"));
+    const q = new URLSearchParams({ names: def.names.concat(def.band ? [def.band] : []).join(","), lo, hi });
+    const body = await (await fetch(`${base}metrics.json?${q}`)).json();
+    const chart = state.charts[def.title];
+    chart.zoomed = { series: body.series };
+    const saved = state.series; state.series = { ...saved, ...body.series };
+    const built = chartData(def); state.series = saved;
+    chart.plot.steps = built.steps; chart.plot.setData(built.data); u.setSelect({ width: 0, height: 0 }, false);
+  }
+  document.addEventListener("dblclick", (e) => {
+    const wrap = e.target.closest(".chart"); if (!wrap) return;
+    for (const c of Object.values(state.charts)) if (c.wrap === wrap) c.zoomed = null;
+    scheduleDraw();
+  });
 
   function allDefs() {
     const defs = KEY_CHARTS.filter((d) => d.names.some((n) => state.series[n]));
@@ -91,7 +111,8 @@
     state.pendingDraw = false;
     const defs = allDefs();
     if (defs.length !== Object.keys(state.charts).length) return rebuildCharts();
-    for (const { plot, def } of Object.values(state.charts)) {
+    for (const { plot, def, zoomed } of Object.values(state.charts)) {
+      if (zoomed) continue;  // a zoomed chart keeps its range until a double click
       const built = chartData(def); plot.steps = built.steps; plot.setData(built.data);
     }
   }
