@@ -19,8 +19,8 @@ from django.utils import timezone
 
 from envs.adapter import EpisodeLog, ToolEnvironment
 from webapp.live.publish import publish
-from webapp.runs.models import Episode, MetricPoint, Run
-from webapp.runs.rollups import rollups_add
+from webapp.runs.metric_writes import points_write
+from webapp.runs.models import Episode, Run
 
 TEXT_LIMIT = 4000  # characters of one message kept in a live delta (the database keeps it whole)
 
@@ -66,18 +66,11 @@ class MetricRecorder:
         if not self._buffer:
             return 0
         batch, self._buffer, self._buffered_points = self._buffer, [], 0
-        rows = [MetricPoint(run_id=self.run_id, name=name, step=step, value=value, wall_time=wall)
-                for step, wall, values in batch for name, value in values.items()]  # fmt: skip
+        points = [(name, step, value, wall) for step, wall, values in batch for name, value in values.items()]
+        last_step = max(step for step, _, _ in batch)
         with transaction.atomic():
-            MetricPoint.objects.bulk_create(
-                rows,
-                update_conflicts=True,  # a resumed run logs its steps again: the newer value wins
-                unique_fields=["run", "name", "step"],
-                update_fields=["value", "wall_time"],
-                batch_size=5000,
-            )
-            rollups_add(self.run_id, ((r.name, r.step, r.value) for r in rows))
-            last_step = max(step for step, _, _ in batch)
+            # A resumed run logs its steps again: the newer value wins.
+            points_write(self.run_id, points)
             Run.objects.filter(pk=self.run_id).update(step=last_step, heartbeat_at=timezone.now())
         progress = min(1.0, last_step / self.max_steps) if self.max_steps else 0.0
         events = [("run.metrics", {"step": step, "wall_time": wall, "values": values}) for step, wall, values in batch]
@@ -85,7 +78,7 @@ class MetricRecorder:
             ("run.progress", {"step": last_step, "max_steps": self.max_steps, "progress": round(progress, 4)})
         )
         publish(self.run_id, events)
-        return len(rows)
+        return len(points)
 
 
 def _short(text: Any) -> Any:
