@@ -35,7 +35,10 @@ def failure_reason(run: Run, outcome: Outcome, trainer: TrainerProcess) -> str:
 def execute_run(run_id: int) -> str:
     """Returns the final status. Safe to call twice for one run: only a queued run is started. The environment
     is torn down before the final status is written, so a finished run never leaves a server behind."""
-    run = Run.objects.select_related("env_version__environment").get(pk=run_id)
+    run = Run.objects.select_related("env_version__environment").filter(pk=run_id).first()
+    if run is None:
+        log.warning("run %s no longer exists; nothing to execute", run_id)
+        return "gone"
     try:
         run_transition(run, Status.PROVISIONING, worker_host=worker_host(), heartbeat_at=timezone.now())
     except IllegalTransition:

@@ -24,7 +24,20 @@ def guess_version(acme):
     return register_builtin(acme, "guess-number")
 
 
-def test_create_a_run_and_watch_it_live(guess_version, tiny_model, live_worker, daphne_server, browser):
+@pytest.fixture
+def runs_finished():
+    """After the browser closed: stop what the test started, so the worker is free for the next test."""
+    yield
+    from tests.workers.conftest import wait_final
+    from webapp.runs.models import ACTIVE_STATUSES, Run
+    from webapp.runs.services import run_request_cancel
+
+    for run in Run.objects.filter(status__in=ACTIVE_STATUSES):
+        run_request_cancel(run=run, user=None)
+        wait_final(run, timeout=60)
+
+
+def test_create_a_run_and_watch_it_live(guess_version, runs_finished, tiny_model, live_worker, daphne_server, browser):
     version = guess_version
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     errors: list[str] = []

@@ -34,3 +34,13 @@ def test_tool_results_are_matched_with_the_environments_events():
     assert turns[0]["tool_calls"] == [{"name": "guess", "arguments": {"number": 8}}]
     assert turns[1]["reward"] == 0.0 and turns[1]["error"] is None
     assert turns[3]["error"] == "{'error': 'Tool jump not found.'}"
+
+
+def test_the_sample_policy_keeps_best_worst_errored_and_a_sample():
+    from workers.recording import transcripts_to_keep
+
+    rewards = [0.1, 0.9, 0.5, 0.0, 0.5, 0.5, 0.5, 0.5]
+    errored = [False] * 7 + [True]
+    keep = transcripts_to_keep(rewards, errored, sample=2, seed=3)
+    assert {1, 3, 7} <= keep
+    assert len(keep) <= 5

@@ -21,6 +21,11 @@ class RunCreateForm(forms.Form):
     replicas = forms.IntegerField(min_value=1, max_value=64, initial=1, help_text="Environment servers to start")
     provider = forms.ChoiceField(choices=[("process", "process"), ("docker", "docker")], initial="process")
     tags = forms.CharField(required=False, help_text="Comma separated")
+    transcript_policy = forms.ChoiceField(
+        choices=[("all", "every episode in full"), ("sample", "summaries; full transcripts of a sample, the best, "
+                                                              "the worst and the errored")],
+        initial="all", label="Episode transcripts", help_text="Bounded storage for long runs.",
+    )  # fmt: skip
     trust_override_reason = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 2}), label="Trust override reason",
         help_text="Required to start a run on a version that failed a trust check.",

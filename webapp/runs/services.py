@@ -97,6 +97,7 @@ def run_create(
     name: str = "",
     tags: list[str] | None = None,
     trust_override_reason: str = "",
+    transcript_policy: str = "all",
     start: bool = True,
 ) -> Run:
     if user is not None:
@@ -112,6 +113,8 @@ def run_create(
     if not model_name.strip():
         raise ValidationError({"model_name": "name a model: tiny-local, a Hub id or a local path"})
     rows = prompts_normalize(prompts)
+    if transcript_policy not in {"all", "sample"}:
+        raise ValidationError({"transcript_policy": "keep 'all' transcripts or a 'sample'"})
     from webapp.catalog.trust import trust_report_latest
 
     report = trust_report_latest(env_version)
@@ -134,6 +137,7 @@ def run_create(
             provider=provider,
             tags=list(tags or []),
             trust_override_reason=trust_override_reason,
+            transcript_policy=transcript_policy,
             max_steps=settings_.max_steps,
             queued_at=timezone.now(),
         )
@@ -185,6 +189,7 @@ def run_clone(*, run: Run, user, start: bool = True) -> Run:
         provider=run.provider,
         tags=run.tags,
         trust_override_reason=run.trust_override_reason,
+        transcript_policy=run.transcript_policy,
         start=start,
     )
 
