@@ -105,3 +105,24 @@ def test_a_run_through_the_docker_provider(acme, tiny_model, live_worker):
     from webapp.catalog.deployments import provider_get
 
     assert provider_get("docker").managed_containers(run=str(run.pk)) == []
+
+
+def test_a_cancelled_run_resumes_from_its_last_checkpoint(acme, tiny_model, live_worker):
+    from webapp.runs.services import run_resume
+
+    run = start_run(acme, max_steps=6, save_steps=2)
+    wait_for(lambda: MetricPoint.objects.filter(run=run, name="reward", step__gte=3).exists(), timeout=600,
+             what="step 3 (after the first checkpoint)")  # fmt: skip
+    run_request_cancel(run=run, user=None)
+    run = wait_final(run, timeout=60)
+    assert run.status == Status.CANCELLED
+    run = run_resume(run=run, user=None)
+    resumed_at = int(run.resume_from.rsplit("checkpoint-", 1)[1])
+    assert resumed_at >= 2
+    run = wait_final(run, timeout=600)
+    assert run.status == Status.SUCCEEDED, run.failure_reason
+    steps = sorted(set(MetricPoint.objects.filter(run=run, name="reward").values_list("step", flat=True)))
+    assert steps == [1, 2, 3, 4, 5, 6]
+    assert run.step == 6
+    statuses = list(RunEvent.objects.filter(run=run, type="run.status").values_list("payload__status", flat=True))
+    assert statuses[-4:] == ["queued", "provisioning", "running", "succeeded"]

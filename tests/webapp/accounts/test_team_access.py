@@ -116,7 +116,11 @@ def test_selectors_scope_to_the_users_teams(alice, charlie, acme, globex):
     assert list(team_scope(Membership.objects.all(), user=charlie)) == list(Membership.objects.filter(team=globex))
 
 
-@pytest.mark.parametrize("path", ["/admin/", "/admin/accounts/team/", "/admin/accounts/membership/"])
+@pytest.mark.parametrize(
+    "path",
+    ["/admin/", "/admin/accounts/team/", "/admin/accounts/membership/", "/admin/catalog/environment/",
+     "/admin/catalog/environmentversion/", "/admin/catalog/trustreport/", "/admin/runs/run/"],
+)  # fmt: skip
 def test_admin_is_for_superusers_only(client_for, alice, globex, path):
     alice.is_staff = True
     alice.save()
