@@ -16,8 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from channels.layers import get_channel_layer
-from django.db import transaction
-from django.db.models import F
+from django.db import connection, transaction
 
 from webapp.live.groups import run_group, team_runs_group
 
@@ -26,14 +25,18 @@ log = logging.getLogger(__name__)
 
 def events_append(run_id: int, events: Iterable[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
     """Store events with consecutive sequence numbers; return them as messages ({"seq", "type", ...payload})."""
-    from webapp.runs.models import Run, RunEvent
+    from webapp.runs.models import RunEvent
 
     events = list(events)
     if not events:
         return []
     with transaction.atomic():
-        Run.objects.filter(pk=run_id).update(last_seq=F("last_seq") + len(events))
-        last = Run.objects.filter(pk=run_id).values_list("last_seq", flat=True).get()
+        # One round trip takes the next sequence numbers (the row lock orders concurrent publishers of a run).
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "UPDATE runs_run SET last_seq = last_seq + %s WHERE id = %s RETURNING last_seq", [len(events), run_id]
+            )
+            (last,) = cursor.fetchone()
         first = last - len(events) + 1
         rows = [RunEvent(run_id=run_id, seq=first + i, type=kind, payload=payload) for i, (kind, payload) in
                 enumerate(events)]  # fmt: skip
