@@ -83,8 +83,7 @@ def main() -> None:
 
     from webapp.core.embedded_redis import ensure_running
 
-    if settings.REDIS_IS_EMBEDDED:
-        ensure_running(Path(settings.EMBEDDED_REDIS_SOCKET))
+    started_redis = settings.REDIS_IS_EMBEDDED and ensure_running(Path(settings.EMBEDDED_REDIS_SOCKET))
     call_command("migrate", verbosity=0)
 
     from datasets import Dataset
@@ -140,6 +139,12 @@ def main() -> None:
             print(f"{label}: median step {results[label][-1] * 1e3:.1f} ms over {len(timer.times) - args.warmup} steps")
     finally:
         provider.teardown(deployment)
+        if started_redis:
+            from webapp.core.embedded_redis import stop
+            from webapp.live.publish import close_layer
+
+            close_layer()
+            stop(Path(settings.EMBEDDED_REDIS_SOCKET))
     # The least disturbed round of each: machine noise only ever adds time.
     best = {label: min(times) for label, times in results.items()}
     ratio = best["trainyard"] / best["baseline"]

@@ -12,6 +12,7 @@ sys.path.insert(0, str(ROOT))
 
 ADMIN_URL = os.environ.get("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 BENCH_DB = "trainyard_bench"
+_started_redis: list[Path] = []
 
 
 def setup() -> None:
@@ -32,7 +33,8 @@ def setup() -> None:
     if settings.REDIS_IS_EMBEDDED:
         from webapp.core.embedded_redis import ensure_running
 
-        ensure_running(Path(settings.EMBEDDED_REDIS_SOCKET))
+        if ensure_running(Path(settings.EMBEDDED_REDIS_SOCKET)):
+            _started_redis.append(Path(settings.EMBEDDED_REDIS_SOCKET))
     call_command("migrate", verbosity=0)
 
 
@@ -53,6 +55,12 @@ def teardown() -> None:
     import psycopg
     from django.db import connections
 
+    from webapp.core.embedded_redis import stop
+    from webapp.live.publish import close_layer
+
+    close_layer()
+    for socket_path in _started_redis:
+        stop(socket_path)
     connections.close_all()
     with psycopg.connect(ADMIN_URL.replace("postgres://", "postgresql://"), autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")

@@ -42,16 +42,25 @@ def is_running(socket_path: Path) -> bool:
         return False
 
 
-def ensure_running(socket_path: Path, *, timeout: float = 10.0) -> None:
+def stop(socket_path: Path) -> None:
+    """Shut down an embedded server this process started (benchmarks clean up after themselves)."""
+    try:
+        redis.Redis(unix_socket_path=str(socket_path), socket_timeout=2).shutdown(nosave=True)
+    except redis.RedisError:
+        pass  # a shutdown closes the connection under us
+
+
+def ensure_running(socket_path: Path, *, timeout: float = 10.0) -> bool:
+    """Start the embedded server unless one answers; True when this call started it."""
     if is_running(socket_path):
-        return
+        return False
     socket_path.parent.mkdir(parents=True, exist_ok=True)
     socket_path.unlink(missing_ok=True)
     subprocess.run(_command(socket_path, daemonize=True), check=True)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if is_running(socket_path):
-            return
+            return True
         time.sleep(0.05)
     raise RuntimeError(f"embedded redis did not answer on {socket_path}; see {socket_path.parent / 'redis.log'}")
 

@@ -75,22 +75,29 @@ class Sender:
             batch = [await self.queue.get()]
             while not self.queue.empty():
                 batch.append(self.queue.get_nowait())
-            merged: dict[str, dict[str, Any]] = {}
-            for group, message in batch:  # one send per group and batch, messages kept in order
-                if group in merged and merged[group]["type"] == message["type"]:
-                    merged[group]["messages"] = merged[group]["messages"] + message["messages"]
+            by_group: dict[str, list[dict[str, Any]]] = {}
+            for group, message in batch:  # per group: consecutive messages of a type merged, order kept
+                queue = by_group.setdefault(group, [])
+                same_kind = (
+                    queue and queue[-1]["type"] == message["type"] and queue[-1].get("run_id") == message.get("run_id")
+                )
+                if same_kind and "messages" in message:
+                    queue[-1] = {**queue[-1], "messages": queue[-1]["messages"] + message["messages"]}
                 else:
-                    key = group if group not in merged else f"{group}#{len(merged)}"
-                    merged[key] = dict(message, _group=group)
-            for message in merged.values():
-                group = message.pop("_group")
-                try:
-                    await layer.group_send(group, message)
-                except Exception:  # the database has it; pages catch up on reconnect
-                    log.warning("could not publish to %s", group, exc_info=True)
+                    queue.append(message)
+            # Groups are independent: send them concurrently; within a group, in order.
+            await asyncio.gather(*(self._send_in_order(layer, g, msgs) for g, msgs in by_group.items()))
             with self.idle:
                 self.pending -= len(batch)
                 self.idle.notify_all()
+
+    @staticmethod
+    async def _send_in_order(layer, group: str, messages: list[dict[str, Any]]) -> None:
+        for message in messages:
+            try:
+                await layer.group_send(group, message)
+            except Exception:  # the database has it; pages catch up on reconnect
+                log.warning("could not publish to %s", group, exc_info=True)
 
     def flush(self, timeout: float = 5.0) -> bool:
         with self.idle:
