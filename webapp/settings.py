@@ -185,7 +185,10 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # (https://docs.celeryq.dev/en/stable/getting-started/backends-and-brokers/redis.html#visibility-timeout).
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 12 * 3600}
 CELERY_TASK_ROUTES = {"workers.execute_run": {"queue": "gpu"}}
-CELERY_BEAT_SCHEDULE = {"reap-lost-runs": {"task": "workers.reap_lost_runs", "schedule": 60.0}}
+CELERY_BEAT_SCHEDULE = {
+    "reap-lost-runs": {"task": "workers.reap_lost_runs", "schedule": 60.0},
+    "requeue-stranded": {"task": "workers.requeue_stranded", "schedule": 60.0},
+}
 
 # Runs: how long a cancel waits for the trainer's next step before SIGTERM, and when a silent run is lost.
 TRAINYARD_CANCEL_GRACE = env_int("TRAINYARD_CANCEL_GRACE", 20, minimum=0)

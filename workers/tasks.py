@@ -30,3 +30,12 @@ def run_trust_check(report_id: int) -> str:
     if report is None:  # the version was deleted meanwhile
         return "gone"
     return trust_check_run(report=report).verdict
+
+
+@app.task(name="workers.requeue_stranded", ignore_result=True)
+def requeue_stranded() -> dict[str, list[int]]:
+    """Runs and trust checks made while the broker was down."""
+    from webapp.catalog.trust import trust_checks_requeue
+    from webapp.runs.services import runs_requeue
+
+    return {"runs": runs_requeue(), "trust_reports": trust_checks_requeue()}

@@ -4,7 +4,9 @@ endpoints are Service URLs and whose handles are pod names."""
 from __future__ import annotations
 
 import hashlib
+import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -82,6 +84,27 @@ def is_healthy(endpoint: str, *, timeout: float = 2.0) -> bool:
     except httpx.HTTPError:
         return False
     return response.status_code == 200
+
+
+def wait_healthy(
+    endpoint: str,
+    *,
+    timeout: float,
+    died: Callable[[], str | None],
+    log_tail: Callable[[], str],
+    what: str,
+    poll: float = 0.1,
+) -> None:
+    """Wait for GET /health; fail at once, quoting the log, when `died()` says the server is gone."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        reason = died()
+        if reason:
+            raise ProvisionError(f"{what} {reason} before it was healthy; its log ends with:\n{log_tail()}")
+        if is_healthy(endpoint, timeout=1.0):
+            return
+        time.sleep(poll)
+    raise ProvisionError(f"{what} was not healthy at {endpoint} within {timeout:g} s; its log ends with:\n{log_tail()}")
 
 
 def content_hash(folder: Path, *extra: str) -> str:

@@ -10,7 +10,6 @@ by default they sit on an internal bridge network that reaches nothing outside; 
 from __future__ import annotations
 
 import socket
-import time
 from collections.abc import Callable
 
 import docker
@@ -23,6 +22,7 @@ from envs.providers.base import (
     content_hash,
     is_healthy,
     new_deployment_id,
+    wait_healthy,
 )
 
 LABEL_MANAGED = "trainyard.managed"
@@ -195,24 +195,17 @@ class DockerProvider:
             return "(no log: the container is gone)"
 
     def _wait_healthy(self, container_id: str, endpoint: str) -> None:
-        deadline = time.monotonic() + self.start_timeout
-        while time.monotonic() < deadline:
+        def died() -> str | None:
             try:
                 container = self.client.containers.get(container_id)
             except docker.errors.NotFound:
-                raise ProvisionError(f"container {container_id[:12]} disappeared while starting") from None
+                return "disappeared"
             if container.status in {"exited", "dead"}:
-                raise ProvisionError(
-                    f"the environment container exited ({container.attrs['State'].get('ExitCode')}) before it was "
-                    f"healthy; its log ends with:\n{self._logs(container_id)}"
-                )
-            if is_healthy(endpoint, timeout=1.0):
-                return
-            time.sleep(0.25)
-        raise ProvisionError(
-            f"the environment container was not healthy at {endpoint} within {self.start_timeout:g} s; "
-            f"its log ends with:\n{self._logs(container_id)}"
-        )
+                return f"exited ({container.attrs['State'].get('ExitCode')})"
+            return None
+
+        wait_healthy(endpoint, timeout=self.start_timeout, died=died, log_tail=lambda: self._logs(container_id),
+                     what="the environment container", poll=0.25)  # fmt: skip
 
     def health(self, deployment: Deployment) -> list[bool]:
         return [is_healthy(e) for e in deployment.endpoints]

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from envs.providers.base import Deployment, EnvSource, ProvisionError, is_healthy, new_deployment_id
+from envs.providers.base import Deployment, EnvSource, ProvisionError, is_healthy, new_deployment_id, wait_healthy
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -103,20 +103,12 @@ class ProcessProvider:
         return f"http://127.0.0.1:{port}", ServerProcess(pid=popen.pid, log_path=log_path, popen=popen)
 
     def _wait_healthy(self, endpoint: str, server: ServerProcess) -> None:
-        deadline = time.monotonic() + self.start_timeout
-        while time.monotonic() < deadline:
-            if server.popen is not None and server.popen.poll() is not None:
-                raise ProvisionError(
-                    f"the environment server exited with code {server.popen.returncode} before it was healthy:\n"
-                    f"{log_tail(server.log_path)}"
-                )
-            if is_healthy(endpoint, timeout=1.0):
-                return
-            time.sleep(0.1)
-        raise ProvisionError(
-            f"the environment server at {endpoint} was not healthy within {self.start_timeout:g} s:\n"
-            f"{log_tail(server.log_path)}"
-        )
+        def died() -> str | None:
+            code = server.popen.poll() if server.popen is not None else None
+            return None if code is None else f"exited with code {code}"
+
+        wait_healthy(endpoint, timeout=self.start_timeout, died=died, log_tail=lambda: log_tail(server.log_path),
+                     what="the environment server")  # fmt: skip
 
     def health(self, deployment: Deployment) -> list[bool]:
         return [is_healthy(endpoint) for endpoint in deployment.endpoints]

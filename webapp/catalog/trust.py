@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -14,6 +16,8 @@ from envs.trust.probes import ProbeContext, run_probes
 from webapp.catalog.deployments import default_provider_kind, provider_get, source_for
 from webapp.catalog.models import EnvironmentVersion, TrustReport
 
+log = logging.getLogger(__name__)
+
 # The capacity probe opens one session more than the declared maximum; probing a larger one is not worth it.
 PROBE_CAPACITY_LIMIT = 64
 
@@ -22,17 +26,30 @@ def trust_report_latest(version: EnvironmentVersion) -> TrustReport | None:
     return version.trust_reports.order_by("-created_at").first()
 
 
+def trust_check_enqueue(report: TrustReport) -> bool:
+    """Hand the check to a worker; with the broker down the report stays pending and beat queues it later."""
+    from workers.tasks import run_trust_check
+
+    try:
+        run_trust_check.apply_async(args=[report.pk], queue="default", retry=False)
+    except Exception:
+        log.warning("could not queue trust report %s now; it stays pending", report.pk, exc_info=True)
+        return False
+    return True
+
+
 def trust_check_request(*, version: EnvironmentVersion) -> TrustReport:
     """Record a pending report and queue the check once the transaction commits."""
     report = TrustReport.objects.create(version=version)
-
-    def enqueue() -> None:
-        from workers.tasks import run_trust_check
-
-        run_trust_check.apply_async(args=[report.pk], queue="default")
-
-    transaction.on_commit(enqueue)
+    transaction.on_commit(lambda: trust_check_enqueue(report))
     return report
+
+
+def trust_checks_requeue(*, older_than_s: float = 120) -> list[int]:
+    """Pending reports nobody picked up (the broker was down when they were made): queue them again."""
+    cutoff = timezone.now() - timedelta(seconds=older_than_s)
+    pending = TrustReport.objects.filter(state=TrustReport.State.PENDING, created_at__lt=cutoff)
+    return [report.pk for report in pending if trust_check_enqueue(report)]
 
 
 def trust_check_run(

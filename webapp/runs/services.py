@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from django.conf import settings
@@ -151,13 +152,29 @@ def run_create(
 def run_start(run: Run) -> None:
     """Queue the run on the GPU queue once the surrounding transaction commits (the worker must see the row)."""
 
-    def enqueue() -> None:
-        from workers.tasks import execute_run
+    transaction.on_commit(lambda: run_enqueue(run))
 
-        result = execute_run.apply_async(args=[run.pk], queue="gpu")
-        Run.objects.filter(pk=run.pk).update(celery_task_id=result.id)
 
-    transaction.on_commit(enqueue)
+def run_enqueue(run: Run) -> bool:
+    """With the broker down the run stays queued without a task id, and beat queues it later."""
+    from workers.tasks import execute_run
+
+    try:
+        result = execute_run.apply_async(args=[run.pk], queue="gpu", retry=False)
+    except Exception:
+        logging.getLogger(__name__).warning("could not queue run %s now; it stays queued", run.pk, exc_info=True)
+        return False
+    Run.objects.filter(pk=run.pk).update(celery_task_id=result.id)
+    return True
+
+
+def runs_requeue(*, older_than_s: float = 120) -> list[int]:
+    """Queued runs that never reached the broker: queue them again (execute_run refuses a run twice)."""
+    from datetime import timedelta
+
+    cutoff = timezone.now() - timedelta(seconds=older_than_s)
+    stranded = Run.objects.filter(status=Status.QUEUED, celery_task_id="", queued_at__lt=cutoff)
+    return [run.pk for run in stranded if run_enqueue(run)]
 
 
 def run_request_cancel(*, run: Run, user) -> Run:

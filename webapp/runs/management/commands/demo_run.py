@@ -8,11 +8,11 @@ import time
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
-from tqdm import tqdm
 
 from webapp.core.bootstrap import DEMO_TEAM_SLUG
 from webapp.core.health import check_workers
-from webapp.runs.models import ACTIVE_STATUSES, FINAL_STATUSES, Run
+from webapp.runs.follow import run_follow
+from webapp.runs.models import ACTIVE_STATUSES, Run
 from webapp.runs.services import run_create
 
 DEMO_CONFIG = {"max_steps": 60, "temperature": 0.7, "learning_rate": 2e-5, "save_steps": 20}
@@ -48,16 +48,7 @@ class Command(BaseCommand):
             self.idle(options)
 
     def follow(self, run: Run) -> None:
-        bar = tqdm(total=run.max_steps, desc=run.name, unit="step", file=sys.stdout)
-        while True:
-            run.refresh_from_db()
-            bar.n = run.step
-            bar.set_postfix_str(run.status)
-            bar.refresh()
-            if run.status in FINAL_STATUSES:
-                break
-            time.sleep(2)
-        bar.close()
+        run = run_follow(run, file=sys.stdout, poll=2.0)
         self.stdout.write(f"Demo run {run.name} {run.status}")
 
     def idle(self, options) -> None:

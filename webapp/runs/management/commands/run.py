@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
-from tqdm import tqdm
 
 from webapp.accounts.models import Team
 from webapp.catalog.management.commands.env import environment_resolve
 from webapp.runs import services
-from webapp.runs.models import FINAL_STATUSES, Run
+from webapp.runs.follow import run_follow
+from webapp.runs.models import Run
 
 
 def run_summary(run: Run) -> dict:
@@ -83,7 +82,7 @@ class Command(BaseCommand):
         except ValidationError as exc:
             raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from exc
         if options["wait"]:
-            run = self.wait(run, options["timeout"])
+            run = run_follow(run, file=sys.stderr, timeout=options["timeout"])
         summary = run_summary(run)
         if options["json"]:
             self.stdout.write(json.dumps(summary, indent=2))
@@ -92,17 +91,3 @@ class Command(BaseCommand):
                               f"{summary['episodes']} episodes)")  # fmt: skip
         if options["wait"] and run.status != "succeeded":
             raise CommandError(f"run {run.pk} ended {run.status}: {run.failure_reason}")
-
-    def wait(self, run: Run, timeout: float) -> Run:
-        bar = tqdm(total=run.max_steps, desc=run.name, unit="step", file=sys.stderr)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            run.refresh_from_db()
-            bar.n = run.step
-            bar.set_postfix_str(run.status)
-            bar.refresh()
-            if run.status in FINAL_STATUSES:
-                break
-            time.sleep(1)
-        bar.close()
-        return run
