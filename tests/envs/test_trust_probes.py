@@ -82,3 +82,22 @@ def test_the_builtin_environments_pass_every_probe(probe_context, slug):
     results = run_probes(probe_context(builtin_source(slug, capacity=CAPACITY)))
     failures = [r for r in results if r.status != PASSED]
     assert failures == [], failures
+
+
+def test_a_declared_stochastic_environment_is_reported_as_such_not_failed(probe_context):
+    from dataclasses import replace
+
+    from envs.trust.probes import NOT_APPLICABLE, probe_seed_determinism
+
+    ctx = probe_context(fixture_source("beacon_stochastic", capacity=CAPACITY))
+    assert probe_seed_determinism(replace(ctx, stochastic=True)).status == NOT_APPLICABLE
+    assert probe_seed_determinism(ctx).status == FAILED  # the same randomness, undeclared
+
+
+def test_the_catalog_reads_the_declaration_from_the_manifest(acme):
+    from tests.envs.conftest import FIXTURE_ENVS
+    from webapp.catalog.services import environment_create
+
+    env = environment_create(team=acme, user=None, name="dice", source_kind="folder",
+                             source_ref=str(FIXTURE_ENVS / "beacon_stochastic"))  # fmt: skip
+    assert env.versions.get().server_metadata["stochastic"] is True

@@ -12,7 +12,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from envs.builtin import builtin_environments, builtin_get
+from envs.builtin import builtin_environments, builtin_get, read_manifest
 from envs.providers import ProvisionError
 from envs.providers.base import content_hash
 from envs.session import EnvError, EnvSession, SessionBroken
@@ -64,6 +64,10 @@ def version_inspect(*, source_kind: str, source_ref: str, capacity: int = 64) ->
         raise ValidationError({"source_ref": f"The environment did not start: {exc}"}) from exc
     try:
         discovered = discover(deployment.endpoints[0])
+        if source.kind == "folder" and (source.folder / "openenv.yaml").exists():
+            # OpenEnv's /metadata has no field for it: an environment declares randomness in its manifest.
+            manifest = read_manifest(source.folder)
+            discovered.metadata["stochastic"] = bool(manifest.get("stochastic", False))
         pinned = _pin(source_kind, source_ref, discovered, provider)
     except DiscoveryError as exc:
         raise ValidationError({"source_ref": f"The server does not describe itself properly: {exc}"}) from exc
