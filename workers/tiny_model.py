@@ -184,12 +184,14 @@ def train_tokenizer(conversations: list[dict]):
 
 
 def build_tiny_model(out_dir: Path, *, progress: Callable[[str, float], None] | None = None) -> Path:
+    import datasets
     import torch
     from datasets import Dataset
-    from transformers import Qwen3Config, Qwen3ForCausalLM, TrainerCallback
+    from transformers import PrinterCallback, Qwen3Config, Qwen3ForCausalLM, TrainerCallback
     from trl import SFTConfig, SFTTrainer
 
     progress = progress or (lambda message, fraction: None)
+    datasets.disable_progress_bars()
     torch.manual_seed(RECIPE["seed"])
     progress("playing synthetic tool-calling episodes", 0.02)
     conversations = synthetic_conversations(RECIPE["conversations"], RECIPE["seed"])
@@ -243,6 +245,7 @@ def build_tiny_model(out_dir: Path, *, progress: Callable[[str, float], None] | 
     dataset = Dataset.from_list([{"messages": c["messages"], "tools": c["tools"]} for c in conversations])
     trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
                          callbacks=[Progress()])  # fmt: skip
+    trainer.remove_callback(PrinterCallback)  # our bar says it; the raw log dicts would break the bar's line
     trainer.train()
     progress("saving", 0.99)
     model.save_pretrained(work)
