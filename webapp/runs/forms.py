@@ -24,7 +24,7 @@ class RunCreateForm(forms.Form):
     transcript_policy = forms.ChoiceField(
         choices=[("all", "every episode in full"), ("sample", "summaries; full transcripts of a sample, the best, "
                                                               "the worst and the errored")],
-        initial="all", label="Episode transcripts", help_text="Bounded storage for long runs.",
+        initial="all", required=False, label="Episode transcripts", help_text="Bounded storage for long runs.",
     )  # fmt: skip
     trust_override_reason = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 2}), label="Trust override reason",

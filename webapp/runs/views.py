@@ -108,7 +108,7 @@ def run_create_view(request: HttpRequest) -> HttpResponse:
                 team=request.team, user=request.user, env_version=version, model_name=data["model_name"],
                 prompts=prompts, config=config, replicas=data["replicas"], provider=data["provider"],
                 tags=data["tags"], trust_override_reason=data["trust_override_reason"],
-                transcript_policy=data["transcript_policy"],
+                transcript_policy=data["transcript_policy"] or "all",
             )  # fmt: skip
         except ValidationError as exc:
             for field, errors in exc.message_dict.items() if hasattr(exc, "error_dict") else [(None, exc.messages)]:
