@@ -47,14 +47,12 @@ async def test_async_sessions_step_concurrently(slow_endpoint):
     for s in sessions:
         await s.open()
         await s.reset()
-    loop = asyncio.get_running_loop()
-    started = loop.time()
     results = await asyncio.gather(*(s.step({"seconds": 0.5}) for s in sessions))
-    elapsed = loop.time() - started
     for s in sessions:
         await s.close()
     assert [r.observation["slept"] for r in results] == [0.5] * 4
-    assert elapsed < 1.5  # four half-second steps overlapped rather than queued one after another
+    # The server saw the steps overlap (it counts steps in flight), rather than arrive one after another.
+    assert max(r.observation["in_flight"] for r in results) >= 2
 
 
 def test_a_closed_port_is_a_broken_session():
