@@ -40,9 +40,11 @@ def check_model(model_name: str) -> None:
 def check_environment(version: EnvironmentVersion, provider: str) -> None:
     from webapp.catalog.management.commands.env import example_action
     from webapp.catalog.services import version_testdrive
+    from webapp.runs.services import provider_for_version
 
+    kind = provider_for_version(version, provider)
     try:
-        drive = version_testdrive(version=version, action=example_action(version.tools), provider_kind=provider)
+        drive = version_testdrive(version=version, action=example_action(version.tools), provider_kind=kind)
     except ValidationError as exc:
         raise ValidationError({"env_version": exc.messages}) from exc
     if drive.error:

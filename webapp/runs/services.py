@@ -56,6 +56,15 @@ def prompts_normalize(prompts: list[Any] | None) -> list[dict[str, Any]]:
     return rows
 
 
+def provider_for_version(version: EnvironmentVersion, wanted: str | None) -> str:
+    """A URL is only reachable as a URL and an image only runs in Docker; folders run where the user asks."""
+    if version.source_kind == "url":
+        return "url"
+    if version.source_kind == "image":
+        return "docker"
+    return wanted or settings.TRAINYARD_ENV_PROVIDER
+
+
 def run_status_payload(run: Run) -> dict[str, Any]:
     return {
         "status": run.status,
@@ -106,9 +115,7 @@ def run_create(
     settings_ = GRPOSettings.from_dict(config)
     if replicas < 1 or replicas > 64:
         raise ValidationError({"replicas": "replicas must be between 1 and 64"})
-    provider = provider or settings.TRAINYARD_ENV_PROVIDER
-    if env_version.source_kind == "url":
-        provider = "url"
+    provider = provider_for_version(env_version, provider)
     if provider not in {"process", "docker", "url"}:
         raise ValidationError({"provider": f"unknown provider {provider!r}"})
     if not model_name.strip():

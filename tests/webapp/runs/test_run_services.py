@@ -109,3 +109,15 @@ def test_jsonl_prompts_carry_reset_columns():
 
 def test_default_settings_are_valid():
     GRPOSettings().validate()
+
+
+def test_the_provider_follows_what_the_source_can_run_on(acme, alice, guess_version):
+    from webapp.catalog.models import EnvironmentVersion
+
+    def version_of(kind):
+        return EnvironmentVersion.objects.create(environment=guess_version.environment, label=kind, source_kind=kind,
+                                                 source_ref="x", pinned_ref="x", tools=guess_version.tools)  # fmt: skip
+
+    assert create(acme, alice, version_of("url"), provider="process").provider == "url"
+    assert create(acme, alice, version_of("image"), provider="process").provider == "docker"
+    assert create(acme, alice, guess_version, provider="docker").provider == "docker"
