@@ -52,6 +52,11 @@ class Deployment:
     def capacity(self) -> int:
         return self.capacity_per_replica * len(self.endpoints)
 
+    @classmethod
+    def new(cls, provider: str, source: EnvSource, labels: dict[str, str] | None) -> Deployment:
+        return cls(provider=provider, deployment_id=new_deployment_id(), endpoints=[],
+                   capacity_per_replica=source.capacity, labels=dict(labels or {}))  # fmt: skip
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "provider": self.provider,
@@ -72,6 +77,28 @@ class Provider(Protocol):
     def health(self, deployment: Deployment) -> list[bool]: ...
 
     def teardown(self, deployment: Deployment) -> None: ...
+
+
+def start_replicas(
+    deployment: Deployment,
+    replicas: int,
+    *,
+    start: Callable[[int], tuple[Any, str]],
+    wait: Callable[[Any, str], None],
+    teardown: Callable[[Deployment], None],
+) -> Deployment:
+    """Start every replica, then wait for each to be healthy; on any failure tear down whatever started."""
+    try:
+        for index in range(replicas):
+            handle, endpoint = start(index)
+            deployment.handles.append(handle)
+            deployment.endpoints.append(endpoint)
+        for handle, endpoint in zip(deployment.handles, deployment.endpoints, strict=True):
+            wait(handle, endpoint)
+    except BaseException:
+        teardown(deployment)
+        raise
+    return deployment
 
 
 def new_deployment_id() -> str:

@@ -21,7 +21,7 @@ from envs.providers.base import (
     ProvisionError,
     content_hash,
     is_healthy,
-    new_deployment_id,
+    start_replicas,
     wait_healthy,
 )
 
@@ -126,24 +126,13 @@ class DockerProvider:
     def provision(self, source: EnvSource, *, replicas: int = 1, labels: dict[str, str] | None = None) -> Deployment:
         image = self.image_for(source)
         self._ensure_network()
-        deployment = Deployment(
-            provider=self.kind,
-            deployment_id=new_deployment_id(),
-            endpoints=[],
-            capacity_per_replica=source.capacity,
-            labels=dict(labels or {}),
-        )
-        try:
-            for index in range(replicas):
-                container, endpoint = self._run(image, source, deployment, index)
-                deployment.handles.append(container.id)
-                deployment.endpoints.append(endpoint)
-            for container_id, endpoint in zip(deployment.handles, deployment.endpoints, strict=True):
-                self._wait_healthy(container_id, endpoint)
-        except BaseException:
-            self.teardown(deployment)
-            raise
-        return deployment
+        deployment = Deployment.new(self.kind, source, labels)
+
+        def start(index: int):
+            container, endpoint = self._run(image, source, deployment, index)
+            return container.id, endpoint
+
+        return start_replicas(deployment, replicas, start=start, wait=self._wait_healthy, teardown=self.teardown)
 
     def _run(self, image: str, source: EnvSource, deployment: Deployment, index: int):
         container_labels = {LABEL_MANAGED: "1", LABEL_DEPLOYMENT: deployment.deployment_id}

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from envs.providers.base import Deployment, EnvSource, ProvisionError, is_healthy, new_deployment_id, wait_healthy
+from envs.providers.base import Deployment, EnvSource, ProvisionError, is_healthy, start_replicas, wait_healthy
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,26 +53,16 @@ class ProcessProvider:
             raise ProvisionError(f"the process provider runs environment folders, not a {source.kind} source")
         if not (source.folder / "server" / "app.py").exists():
             raise ProvisionError(f"{source.folder} has no server/app.py")
-        deployment = Deployment(
-            provider=self.kind,
-            deployment_id=new_deployment_id(),
-            endpoints=[],
-            capacity_per_replica=source.capacity,
-            labels=dict(labels or {}),
+        deployment = Deployment.new(self.kind, source, labels)
+        return start_replicas(
+            deployment,
+            replicas,
+            start=lambda index: self._start(source, deployment.deployment_id, index),
+            wait=lambda server, endpoint: self._wait_healthy(endpoint, server),
+            teardown=self.teardown,
         )
-        try:
-            for index in range(replicas):
-                endpoint, server = self._start(source, deployment.deployment_id, index)
-                deployment.handles.append(server)
-                deployment.endpoints.append(endpoint)
-            for endpoint, server in zip(deployment.endpoints, deployment.handles, strict=True):
-                self._wait_healthy(endpoint, server)
-        except BaseException:
-            self.teardown(deployment)
-            raise
-        return deployment
 
-    def _start(self, source: EnvSource, deployment_id: str, index: int) -> tuple[str, ServerProcess]:
+    def _start(self, source: EnvSource, deployment_id: str, index: int) -> tuple[ServerProcess, str]:
         # We bind and listen ourselves and hand the socket down: the port is ours from the start, no race.
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -100,7 +90,7 @@ class ProcessProvider:
                 )
         finally:
             sock.close()
-        return f"http://127.0.0.1:{port}", ServerProcess(pid=popen.pid, log_path=log_path, popen=popen)
+        return ServerProcess(pid=popen.pid, log_path=log_path, popen=popen), f"http://127.0.0.1:{port}"
 
     def _wait_healthy(self, endpoint: str, server: ServerProcess) -> None:
         def died() -> str | None:

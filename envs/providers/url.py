@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import urlparse
 
-from envs.providers.base import Deployment, EnvSource, ProvisionError, is_healthy, new_deployment_id
+from envs.providers.base import Deployment, EnvSource, ProvisionError, is_healthy
 
 
 class UrlProvider:
@@ -24,13 +24,9 @@ class UrlProvider:
             if not is_healthy(endpoint, timeout=self.timeout):
                 raise ProvisionError(f"{endpoint} did not answer GET /health with 200 within {self.timeout:g} s")
         # Replicas of a remote server are what the URL list names; we cannot start more.
-        return Deployment(
-            provider=self.kind,
-            deployment_id=new_deployment_id(),
-            endpoints=endpoints,
-            capacity_per_replica=source.capacity,
-            labels=dict(labels or {}),
-        )
+        deployment = Deployment.new(self.kind, source, labels)
+        deployment.endpoints = endpoints
+        return deployment
 
     def health(self, deployment: Deployment) -> list[bool]:
         return [is_healthy(e, timeout=self.timeout) for e in deployment.endpoints]
