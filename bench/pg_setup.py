@@ -58,9 +58,11 @@ def teardown() -> None:
     from webapp.core.embedded_redis import stop
     from webapp.live.publish import close_layer
 
-    close_layer()
-    for socket_path in _started_redis:
-        stop(socket_path)
+    try:
+        close_layer()
+    finally:
+        for socket_path in _started_redis:
+            stop(socket_path)
     connections.close_all()
     with psycopg.connect(ADMIN_URL.replace("postgres://", "postgresql://"), autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")

@@ -44,6 +44,7 @@ class MetricRecorder:
 
     def __init__(self, run: Run, *, flush_seconds: float = 0.25, flush_points: int = 5000) -> None:
         self.run_id = run.pk
+        self.team_id = run.team_id
         self.max_steps = run.max_steps
         self.flush_seconds = flush_seconds
         self.flush_points = flush_points
@@ -74,10 +75,13 @@ class MetricRecorder:
             Run.objects.filter(pk=self.run_id).update(step=last_step, heartbeat_at=timezone.now())
         progress = min(1.0, last_step / self.max_steps) if self.max_steps else 0.0
         events = [("run.metrics", {"step": step, "wall_time": wall, "values": values}) for step, wall, values in batch]
-        events.append(
-            ("run.progress", {"step": last_step, "max_steps": self.max_steps, "progress": round(progress, 4)})
-        )
-        publish(self.run_id, events)
+        summary = {"step": last_step, "max_steps": self.max_steps, "progress": round(progress, 4)}
+        # The runs list's sparkline: every rewarded step of the batch, as (step, reward).
+        rewards = [[step, values["reward"]] for step, _, values in batch if "reward" in values]
+        if rewards:
+            summary["rewards"] = rewards
+        events.append(("run.progress", summary))
+        publish(self.run_id, events, team_id=self.team_id)
         return len(points)
 
 

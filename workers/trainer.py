@@ -8,6 +8,7 @@ worker can record the reason.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -87,6 +88,16 @@ def main(run_id: int) -> int:
 
         close_layer()
     return 0
+
+
+def freeze_long_lived_objects() -> None:
+    """Move everything alive now (modules, model, tokenizer, trainer) out of the garbage collector's sight.
+
+    They live as long as the run. Left in view, each full collection walks them all again: ~480,000 objects after
+    torch, transformers and TRL are imported, 200 ms on a small machine, a pause in training and in publishing.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def grpo_config(settings: dict[str, Any], output_dir: Path):
@@ -191,6 +202,7 @@ def train(run, artifact_dir: Path, stop: threading.Event) -> None:
     resume = run.resume_from or None
     if resume and not Path(resume).exists():
         resume = None
+    freeze_long_lived_objects()
     try:
         trainer.train(resume_from_checkpoint=resume)
     finally:

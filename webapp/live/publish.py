@@ -1,9 +1,9 @@
 """publish(): the only way bytes reach a socket.
 
 Events are stored first (RunEvent, with the run's next sequence numbers: the database is the source of truth) and
-then handed to a sender thread with its own event loop and Redis pool. The sender drains everything queued, merges
-it into one batch per group and sends in order, so a fast trainer neither waits on Redis nor floods a browser; a
-page that missed anything replays it from the database.
+then handed to a sender thread with its own event loop and Redis connection. The sender merges what waits for a
+group into one frame and sends at most one frame per group every 50 ms, in order, so a fast trainer neither waits
+on Redis nor floods a browser; a page that missed anything replays it from the database.
 """
 
 from __future__ import annotations
@@ -16,11 +16,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from channels.layers import get_channel_layer
+from channels_redis.pubsub import RedisPubSubChannelLayer
 from django.db import connection, transaction
 
 from webapp.live.groups import run_group, team_runs_group
 
 log = logging.getLogger(__name__)
+
+RUNS_LIST_TYPES = frozenset({"run.status", "run.progress"})  # what the runs list shows live: chips, steps, sparkline
 
 
 def events_append(run_id: int, events: Iterable[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -45,13 +48,21 @@ def events_append(run_id: int, events: Iterable[tuple[str, dict[str, Any]]]) -> 
 
 
 class Sender:
-    """One daemon thread per process that owns the channel layer's connections."""
+    """One daemon thread per process that owns the channel layer's connections.
 
-    def __init__(self) -> None:
+    The throttle: a group gets at most one frame per `min_interval`. The first message after a quiet spell goes at
+    once; whatever arrives while the group waits out its interval is merged into the next frame, so a trainer that
+    publishes a thousand times a second still costs a browser twenty frames.
+    """
+
+    def __init__(self, min_interval: float = 0.05) -> None:
+        self.min_interval = min_interval
         self.loop = asyncio.new_event_loop()
         self.pending = 0
         self.idle = threading.Condition()
         self.queue: asyncio.Queue | None = None
+        self.waiting: dict[str, tuple[list[dict[str, Any]], int]] = {}  # group -> (merged messages, submissions)
+        self.senders: dict[str, asyncio.Task] = {}  # group -> the task sending its frames
         ready = threading.Event()
         self.thread = threading.Thread(target=self._run, args=(ready,), name="trainyard-publisher", daemon=True)
         self.thread.start()
@@ -72,24 +83,33 @@ class Sender:
     async def _drain(self) -> None:
         layer = get_channel_layer()
         while True:
-            batch = [await self.queue.get()]
-            while not self.queue.empty():
-                batch.append(self.queue.get_nowait())
-            by_group: dict[str, list[dict[str, Any]]] = {}
-            for group, message in batch:  # per group: consecutive messages of a type merged, order kept
-                queue = by_group.setdefault(group, [])
-                same_kind = (
-                    queue and queue[-1]["type"] == message["type"] and queue[-1].get("run_id") == message.get("run_id")
-                )
-                if same_kind and "messages" in message:
-                    queue[-1] = {**queue[-1], "messages": queue[-1]["messages"] + message["messages"]}
-                else:
-                    queue.append(message)
-            # Groups are independent: send them concurrently; within a group, in order.
-            await asyncio.gather(*(self._send_in_order(layer, g, msgs) for g, msgs in by_group.items()))
-            with self.idle:
-                self.pending -= len(batch)
-                self.idle.notify_all()
+            group, message = await self.queue.get()
+            self._merge(group, message)
+            if group not in self.senders:  # groups are independent: each has its own sender task, in order within
+                self.senders[group] = asyncio.create_task(self._send_group(layer, group))
+
+    def _merge(self, group: str, message: dict[str, Any]) -> None:
+        """Consecutive messages of a kind (and run) are merged into one; order is kept."""
+        messages, count = self.waiting.get(group, ([], 0))
+        last = messages[-1] if messages else None
+        same_kind = last is not None and (last["type"], last.get("run_id")) == (message["type"], message.get("run_id"))
+        if same_kind and "messages" in message:
+            messages[-1] = {**last, "messages": last["messages"] + message["messages"]}
+        else:
+            messages.append(message)
+        self.waiting[group] = (messages, count + 1)
+
+    async def _send_group(self, layer, group: str) -> None:
+        try:
+            while group in self.waiting:
+                messages, count = self.waiting.pop(group)
+                await self._send_in_order(layer, group, messages)
+                with self.idle:
+                    self.pending -= count
+                    self.idle.notify_all()
+                await asyncio.sleep(self.min_interval)
+        finally:
+            del self.senders[group]
 
     @staticmethod
     async def _send_in_order(layer, group: str, messages: list[dict[str, Any]]) -> None:
@@ -106,11 +126,19 @@ class Sender:
     def close(self) -> None:
         self.flush()
         layer = get_channel_layer()
-        if layer is not None and hasattr(layer, "close_pools"):
+        if layer is not None:
             try:
-                asyncio.run_coroutine_threadsafe(layer.close_pools(), self.loop).result(5)
+                asyncio.run_coroutine_threadsafe(_layer_close(layer), self.loop).result(5)
             except Exception:  # noqa: S110 - closing is best effort
                 pass
+
+
+async def _layer_close(layer) -> None:
+    """Close this loop's Redis connections (a worker's loop ends with its run; connections must not outlive it)."""
+    if isinstance(layer, RedisPubSubChannelLayer):
+        await layer.flush()  # for the pub/sub layer, flush means: unsubscribe and close, on this loop only
+    elif hasattr(layer, "close_pools"):
+        await layer.close_pools()
 
 
 _sender: Sender | None = None
@@ -127,7 +155,7 @@ def sender() -> Sender:
 
 
 def publish(run_id: int, events: Iterable[tuple[str, dict[str, Any]]], *, team_id: int | None = None) -> list[dict]:
-    """Store, then send to the run's group (and status changes to the team's runs list)."""
+    """Store, then send to the run's group (and, given the team, status and progress to the team's runs list)."""
     messages = events_append(run_id, events)
     if not messages or get_channel_layer() is None:
         return messages
@@ -135,9 +163,9 @@ def publish(run_id: int, events: Iterable[tuple[str, dict[str, Any]]], *, team_i
     def send() -> None:
         s = sender()
         s.submit(run_group(run_id), {"type": "run.messages", "messages": messages})
-        statuses = [m for m in messages if m["type"] == "run.status"]
-        if team_id is not None and statuses:
-            s.submit(team_runs_group(team_id), {"type": "runs.messages", "run_id": run_id, "messages": statuses})
+        for_list = [m for m in messages if m["type"] in RUNS_LIST_TYPES]
+        if team_id is not None and for_list:
+            s.submit(team_runs_group(team_id), {"type": "runs.messages", "run_id": run_id, "messages": for_list})
 
     # Inside a transaction, send only once it commits: a page must never see what the database may roll back.
     transaction.on_commit(send)

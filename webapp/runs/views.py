@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 from django.contrib import messages
@@ -34,16 +35,6 @@ def _run_or_404(request: HttpRequest, pk: int) -> Run:
         raise Http404("No such run") from None
 
 
-def sparkline(values: list[float], width: int = 90, height: int = 22) -> str:
-    """SVG polyline points for a reward sparkline."""
-    if len(values) < 2:
-        return ""
-    low, high = min(values), max(values)
-    span = (high - low) or 1.0
-    step = width / (len(values) - 1)
-    return " ".join(f"{i * step:.1f},{height - (v - low) / span * height:.1f}" for i, v in enumerate(values))
-
-
 @login_required
 def run_list_view(request: HttpRequest) -> HttpResponse:
     runs = run_list(user=request.user)
@@ -63,10 +54,10 @@ def run_list_view(request: HttpRequest) -> HttpResponse:
         points = list(
             MetricPoint.objects.filter(run=run, name="reward")
             .order_by("-step")
-            .values_list("value", flat=True)[:SPARK_POINTS]
+            .values_list("step", "value")[:SPARK_POINTS]
         )
-        run.spark = sparkline(points[::-1])
-        run.last_reward = points[0] if points else None
+        run.spark = json.dumps([[step, value] for step, value in reversed(points)])  # runs_list.js draws it, live
+        run.last_reward = points[0][1] if points else None
     visible = run_list(user=request.user)
     context = {
         "page": page,

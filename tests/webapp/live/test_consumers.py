@@ -95,3 +95,54 @@ async def test_the_runs_list_socket_gets_status_changes_of_the_users_teams(run, 
     message = await communicator.receive_json_from(timeout=5)
     assert message["run_id"] == run.pk and message["messages"][0]["status"] == "provisioning"
     await communicator.disconnect()
+
+
+async def test_the_runs_list_socket_gets_steps_and_rewards_of_its_teams_runs_only(run, alice, charlie):
+    from workers.recording import MetricRecorder
+
+    alices_list, connected = await connect("/ws/runs/", await sync_to_async(session_headers)(alice))
+    assert connected
+    charlies_list, connected = await connect("/ws/runs/", await sync_to_async(session_headers)(charlie))
+    assert connected
+
+    def train_two_steps() -> None:
+        recorder = MetricRecorder(run)
+        recorder.record(1, {"reward": 0.25, "loss": 1.0})
+        recorder.record(2, {"reward": 0.75, "loss": 0.5})
+        recorder.flush()
+        flush()
+
+    await sync_to_async(train_two_steps)()
+    progress = []
+    while not any(m.get("step") == 2 for m in progress):
+        message = await alices_list.receive_json_from(timeout=5)
+        assert message["run_id"] == run.pk
+        progress += [m for m in message["messages"] if m["type"] == "run.progress"]
+    rewards = [pair for m in progress for pair in m.get("rewards", [])]
+    assert rewards == [[1, 0.25], [2, 0.75]]
+    assert progress[-1]["max_steps"] == run.max_steps
+    assert await charlies_list.receive_nothing(timeout=0.5)  # another team's runs never reach charlie
+    await alices_list.disconnect()
+    await charlies_list.disconnect()
+
+
+async def test_a_fast_publisher_costs_a_page_few_frames_and_loses_nothing(run, alice):
+    headers = await sync_to_async(session_headers)(alice)
+    communicator, connected = await connect(f"/ws/runs/{run.pk}/?after=1", headers)
+    assert connected
+
+    def burst() -> None:  # a trainer publishing as fast as it can, one message at a time
+        for i in range(200):
+            publish(run.pk, [("run.log", {"line": f"line {i}"})])
+        flush()
+
+    await sync_to_async(burst)()
+    frames, seqs = 0, []
+    while len(seqs) < 200:
+        message = await communicator.receive_json_from(timeout=5)
+        frames += 1
+        seqs += [m["seq"] for m in message["messages"]]
+    assert seqs == list(range(2, 202))  # every message, in order, once
+    assert frames <= 40  # merged: at most one frame per 50 ms, not one per publish
+    assert await communicator.receive_nothing(timeout=0.3)
+    await communicator.disconnect()
