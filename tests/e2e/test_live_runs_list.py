@@ -23,8 +23,16 @@ def queued_run(acme, alice):
 
 def in_a_thread(fn):
     """The ORM refuses to run on the thread where Playwright's event loop is; a trainer is elsewhere anyway."""
+    from django.db import connections
+
+    def run_and_close():
+        try:
+            return fn()
+        finally:
+            connections.close_all()  # the thread's own connection, or the test database cannot be dropped
+
     with ThreadPoolExecutor(1) as pool:
-        return pool.submit(fn).result()
+        return pool.submit(run_and_close).result()
 
 
 def test_the_runs_list_follows_a_run_live(queued_run, daphne_server, browser):

@@ -7,6 +7,7 @@ import asyncio
 import pytest
 from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
+from django.db import connections
 from django.test import Client
 
 from tests.webapp.runs.conftest import register_builtin
@@ -22,6 +23,14 @@ def session_headers(user) -> list[tuple[bytes, bytes]]:
     client.force_login(user)
     cookie = f"sessionid={client.cookies['sessionid'].value}"
     return [(b"cookie", cookie.encode()), (b"origin", b"http://testserver"), (b"host", b"testserver")]
+
+
+@pytest.fixture(autouse=True)
+async def _thread_connections_closed():
+    """sync_to_async runs the ORM on a thread of its own; its connection must close, or the test database stays
+    in use and cannot be dropped at the end."""
+    yield
+    await sync_to_async(connections.close_all)()
 
 
 @pytest.fixture
