@@ -139,8 +139,8 @@ def publisher(run_id: int, barrier) -> None:
     django.setup()
     from django.db import connections
 
+    from webapp.core.heap import freeze_long_lived_objects
     from webapp.live.publish import flush, publish
-    from workers.trainer import freeze_long_lived_objects
 
     publish(run_id, [("run.log", {"line": "publisher connected"})])
     flush(30)

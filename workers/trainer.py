@@ -8,7 +8,6 @@ worker can record the reason.
 
 from __future__ import annotations
 
-import gc
 import os
 import signal
 import sys
@@ -90,16 +89,6 @@ def main(run_id: int) -> int:
     return 0
 
 
-def freeze_long_lived_objects() -> None:
-    """Move everything alive now (modules, model, tokenizer, trainer) out of the garbage collector's sight.
-
-    They live as long as the run. Left in view, each full collection walks them all again: ~480,000 objects after
-    torch, transformers and TRL are imported, 200 ms on a small machine, a pause in training and in publishing.
-    """
-    gc.collect()
-    gc.freeze()
-
-
 def grpo_config(settings: dict[str, Any], output_dir: Path):
     import torch
     from trl import GRPOConfig
@@ -172,6 +161,7 @@ def train(run, artifact_dir: Path, stop: threading.Event) -> None:
     from transformers import AutoTokenizer
 
     from envs.adapter import tool_env_class
+    from webapp.core.heap import freeze_long_lived_objects
     from webapp.runs.models import Run
     from workers.checkpoints import checkpoint_dir
     from workers.concurrent_tools import concurrent_tools_trainer
@@ -202,7 +192,7 @@ def train(run, artifact_dir: Path, stop: threading.Event) -> None:
     resume = run.resume_from or None
     if resume and not Path(resume).exists():
         resume = None
-    freeze_long_lived_objects()
+    freeze_long_lived_objects()  # model, tokenizer and trainer are built: they live as long as the run
     try:
         trainer.train(resume_from_checkpoint=resume)
     finally:
