@@ -68,3 +68,15 @@ def browser(chromium_path):
         )  # fmt: skip
         yield browser
         browser.close()
+
+
+PASSWORD = "a long demo password"
+
+
+def log_in(page, base_url: str, username: str) -> None:
+    """Through the login form, as a person would; lands on the runs list."""
+    page.goto(base_url + "/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(base_url + "/runs/")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import ARTIFACTS
+from tests.e2e.conftest import ARTIFACTS, PASSWORD, log_in
 from tests.webapp.runs.conftest import register_builtin
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -18,7 +18,7 @@ def guess_version(acme):
     from tests.factories import MembershipFactory, UserFactory
 
     user = UserFactory(username="dana")
-    user.set_password("a long demo password")
+    user.set_password(PASSWORD)
     user.save()
     MembershipFactory(team=acme, user=user, role="member")
     return register_builtin(acme, "guess-number")
@@ -42,11 +42,7 @@ def test_create_a_run_and_watch_it_live(guess_version, runs_finished, tiny_model
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(daphne_server + "/login/")
-    page.fill("#id_username", "dana")
-    page.fill("#id_password", "a long demo password")
-    page.click("button[type=submit]")
-    page.wait_for_url(daphne_server + "/runs/")
+    log_in(page, daphne_server, "dana")
 
     page.goto(daphne_server + "/runs/new/")
     page.select_option("#id_env_version", str(version.pk))

@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from tests.e2e.conftest import PASSWORD, log_in
 from tests.webapp.runs.conftest import register_builtin
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -16,7 +17,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 def queued_run(acme, alice):
     from webapp.runs.services import run_create
 
-    alice.set_password("a long demo password")
+    alice.set_password(PASSWORD)
     alice.save()
     return run_create(team=acme, user=alice, env_version=register_builtin(acme, "guess-number"), start=False)
 
@@ -45,11 +46,7 @@ def test_the_runs_list_follows_a_run_live(queued_run, daphne_server, browser):
     page = browser.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(daphne_server + "/login/")
-    page.fill("#id_username", "alice")
-    page.fill("#id_password", "a long demo password")
-    page.click("button[type=submit]")
-    page.wait_for_url(daphne_server + "/runs/")
+    log_in(page, daphne_server, "alice")
     row = f'tr[data-run="{run.pk}"]'
     assert page.text_content(f"{row} [data-status]") == "queued"
     assert page.get_attribute(f"{row} polyline", "points") == ""
