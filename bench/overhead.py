@@ -93,7 +93,7 @@ def main() -> None:
     from envs.adapter import tool_env_class
     from envs.tools import ToolSpec
     from webapp.accounts.models import Team
-    from webapp.catalog.deployments import provider_get, source_for
+    from webapp.catalog.deployments import provider_get, version_source
     from webapp.catalog.services import builtins_register
     from webapp.runs.models import Run
     from webapp.runs.services import run_create
@@ -108,11 +108,11 @@ def main() -> None:
     # A small learning rate keeps the policy calling tools for the whole measurement (the workload we care about).
     config = {"max_steps": args.steps + args.warmup, "temperature": 0.7, "save_steps": 10_000, "learning_rate": 1e-5}
     run = run_create(team=team, user=None, env_version=version, config=config, start=False)
-    tools = [ToolSpec(**t) for t in version.tools]
+    tools = [ToolSpec.from_dict(t) for t in version.tools]
     tokenizer = AutoTokenizer.from_pretrained(model)
     dataset = Dataset.from_list(build_dataset_rows(run, [t.name for t in tools]))
     provider = provider_get("process")
-    source = source_for(source_kind=version.source_kind, source_ref=version.source_ref)
+    source = version_source(version)
     deployment = provider.provision(source)
     results: dict[str, list[float]] = {"baseline": [], "trainyard": []}
     try:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from envs.event_loop import run_on_session_loop
+from envs.mcp_tools import mcp_result
 from envs.session import AsyncEnvSession, EnvError, SessionBroken
 from envs.tools import ToolSpec
 
@@ -77,12 +78,19 @@ def docstring(tool: ToolSpec) -> str:
     return "\n".join(lines)
 
 
-def format_observation(observation: dict[str, Any]) -> str:
-    """What the model reads: the observation's own fields, without OpenEnv's bookkeeping."""
-    shown = {k: v for k, v in observation.items() if k not in {"metadata", "reward", "done"}}
+def format_observation(observation: dict[str, Any], fields: list[str] | tuple[str, ...] | None = None) -> str:
+    """What the model reads: the observation's own fields and its `metadata` (where environments often keep the
+    useful part: a maze's layout, a status), without OpenEnv's reward/done bookkeeping. `fields` narrows it to a
+    version's chosen fields. An empty `metadata` is left out, so environments that never fill it read as before."""
+    if fields is not None:
+        shown = {k: observation[k] for k in fields if k in observation and k not in {"reward", "done"}}
+    else:
+        shown = {k: v for k, v in observation.items() if k not in {"reward", "done"}}
+    if not shown.get("metadata"):
+        shown.pop("metadata", None)
     if set(shown) == {"message"}:
         return str(shown["message"])
-    return json.dumps(shown, ensure_ascii=False)
+    return json.dumps(shown, ensure_ascii=False, default=str)
 
 
 class ToolEnvironment:
@@ -95,6 +103,7 @@ class ToolEnvironment:
     endpoints: tuple[str, ...] = ()
     step_timeout: float = 30.0
     reset_columns: tuple[str, ...] | None = None  # dataset columns passed to reset (None: all but the prompt)
+    observation_fields: tuple[str, ...] | None = None  # what the model reads (None: every field and metadata)
     _slots = itertools.count()
     # Set by the trainer to overlap all rollouts' calls of a turn (workers/concurrent_tools.py).
     dispatcher: Any = None
@@ -122,7 +131,7 @@ class ToolEnvironment:
             self._session = AsyncEnvSession(self.endpoint, timeout=self.step_timeout)
             result = run_on_session_loop(self._session.reset(episode_id=episode_id, **kwargs))
         self.episode.reset_observation = result.observation
-        return "\n\n" + format_observation(result.observation)
+        return "\n\n" + format_observation(result.observation, self.observation_fields)
 
     async def _step_async(self, tool: ToolSpec, arguments: dict[str, Any]) -> ToolEvent:
         """Take one step; never raises: failures become events with an error."""
@@ -133,7 +142,7 @@ class ToolEnvironment:
         if episode.done:
             message = "The episode is over; no more actions are taken."
             return ToolEvent(tool.name, arguments, message, None, None, True, message, 0.0)
-        action = {**tool.action_fields, **arguments}
+        action = tool.action(arguments)
         try:
             assert self._session is not None
             result = await self._session.step(action)
@@ -143,9 +152,13 @@ class ToolEnvironment:
             episode.done = True
             episode.error = str(exc)
             return ToolEvent(tool.name, arguments, "", None, None, True, str(exc), time.perf_counter() - started)
-        text = format_observation(result.observation)
+        error = None
+        if tool.mcp:
+            text, error = mcp_result(result.observation)
+        else:
+            text = format_observation(result.observation, self.observation_fields)
         event = ToolEvent(
-            tool.name, arguments, text, result.observation, result.reward, result.done, None,
+            tool.name, arguments, text, result.observation, result.reward, result.done, error,
             time.perf_counter() - started,
         )  # fmt: skip
         episode.done = result.done
@@ -213,9 +226,16 @@ def tool_env_class(
     endpoints: list[str],
     step_timeout: float = 30.0,
     reset_columns: list[str] | None = None,
+    observation_fields: list[str] | None = None,
+    fixed_arguments: dict[str, Any] | None = None,
 ) -> type[ToolEnvironment]:
-    """Build the environment_factory class for one deployment of one environment version."""
-    specs = tuple(t if isinstance(t, ToolSpec) else ToolSpec(**t) for t in tools)
+    """Build the environment_factory class for one deployment of one environment version.
+
+    `fixed_arguments` are a version's fixed action fields: sent with every call of a tool that has them and
+    removed from what the model sees; `observation_fields` narrows what the model reads of an observation."""
+    specs = tuple(t if isinstance(t, ToolSpec) else ToolSpec.from_dict(t) for t in tools)
+    if fixed_arguments:
+        specs = tuple(spec.with_fixed(fixed_arguments) for spec in specs)
     if not specs:
         raise ValueError(f"{name} exposes no tools")
     if not endpoints:
@@ -228,6 +248,7 @@ def tool_env_class(
         "endpoints": tuple(endpoints),
         "step_timeout": step_timeout,
         "reset_columns": tuple(reset_columns) if reset_columns is not None else None,
+        "observation_fields": tuple(observation_fields) if observation_fields is not None else None,
         "_slots": itertools.count(),
         "__doc__": f"The {name} environment over OpenEnv's WebSocket protocol.",
     }

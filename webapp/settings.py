@@ -206,6 +206,8 @@ TRAINYARD_ENV_PROVIDER = env_choice("TRAINYARD_ENV_PROVIDER", "process", {"proce
 TRAINYARD_DOCKER_BASE_IMAGE = env_str("TRAINYARD_DOCKER_BASE_IMAGE", "python:3.11-slim")
 TRAINYARD_DOCKER_NETWORK = env_str("TRAINYARD_DOCKER_NETWORK", "trainyard-envs")
 TRAINYARD_ENV_STEP_TIMEOUT = env_int("TRAINYARD_ENV_STEP_TIMEOUT", 30, minimum=1)
+# Sessions the capacity measurement opens at most when a version is added.
+TRAINYARD_CAPACITY_PROBE_LIMIT = env_int("TRAINYARD_CAPACITY_PROBE_LIMIT", 64, minimum=1)
 # Every new catalog version gets a trust report from a worker.
 TRAINYARD_TRUST_ON_ADD = env_bool("TRAINYARD_TRUST_ON_ADD", True)
 

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from envs.providers import ProvisionError
-from webapp.catalog.deployments import provider_get, source_for
+from webapp.catalog.deployments import provider_get, version_source
 from webapp.live.publish import close_layer, publish
 from webapp.runs.models import Run, Status
 from webapp.runs.services import IllegalTransition, run_artifact_dir, run_fail, run_transition
@@ -71,7 +71,7 @@ def execute_run(run_id: int) -> str:
 def provision_and_train(run: Run, provider, deployments: list) -> tuple[str, str]:
     """Provision, run the trainer to its end, and say how the run ended (the caller records it)."""
     version = run.env_version
-    source = source_for(source_kind=version.source_kind, source_ref=version.source_ref, capacity=version.capacity)
+    source = version_source(version)
     publish(run.pk, [("run.log", {"line": f"provisioning {run.replicas} x {version} ({run.provider})"})])
     try:
         deployment = provider.provision(source, replicas=run.replicas, labels={"run": str(run.pk)})

@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from envs.adapter import EpisodeLog, ToolEnvironment
@@ -150,10 +151,26 @@ def transcripts_to_keep(rewards: list[float], errored: list[bool], sample: int, 
     return keep
 
 
+def environment_calls(environments: list[ToolEnvironment]) -> tuple[int, int]:
+    """(tool calls the environment answered without error, tool calls that failed) over a batch's episodes.
+
+    A call the environment never saw (a tool the model invented, bad arguments caught before any step) is neither:
+    the honest count of what a run learned from is the first number."""
+    answered = failed = 0
+    for env in environments:
+        for event in env.episode.events if env.episode else []:
+            if event.error:
+                failed += 1
+            elif event.observation is not None:
+                answered += 1
+    return answered, failed
+
+
 class EpisodeRecorder:
     """Turns a batch's completions and environment logs into Episode rows and `run.episode` deltas."""
 
     SAMPLE = 2
+    last_counts: dict[str, float] = {}
 
     def __init__(self, run: Run, group_size: int) -> None:
         self.run_id = run.pk
@@ -200,7 +217,16 @@ class EpisodeRecorder:
                     error=(log.error or "") if log else "",
                 )
             )
-        Episode.objects.bulk_create(rows)
+        answered, failed = environment_calls(environments)
+        with transaction.atomic():
+            Episode.objects.bulk_create(rows)
+            Run.objects.filter(pk=self.run_id).update(
+                episodes_recorded=F("episodes_recorded") + len(rows),
+                env_tool_calls=F("env_tool_calls") + answered,
+                env_tool_errors=F("env_tool_errors") + failed,
+            )
+        self.last_counts = {"env/tool_calls": answered, "env/tool_errors": failed,
+                            "env/tool_calls_per_episode": answered / max(1, len(rows))}  # fmt: skip
         publish(self.run_id, [("run.episode", {"step": step, "episode": self.delta(e)}) for e in rows])
         return rows
 

@@ -186,9 +186,7 @@ def train_tokenizer(conversations: list[dict]):
 def build_tiny_model(out_dir: Path, *, progress: Callable[[str, float], None] | None = None) -> Path:
     import datasets
     import torch
-    from datasets import Dataset
-    from transformers import PrinterCallback, Qwen3Config, Qwen3ForCausalLM, TrainerCallback
-    from trl import SFTConfig, SFTTrainer
+    from transformers import Qwen3Config, Qwen3ForCausalLM
 
     progress = progress or (lambda message, fraction: None)
     datasets.disable_progress_bars()
@@ -212,6 +210,30 @@ def build_tiny_model(out_dir: Path, *, progress: Callable[[str, float], None] | 
         bos_token_id=None,
     )
     model = Qwen3ForCausalLM(config)
+    sft_save(model, tokenizer, conversations, out_dir, epochs=RECIPE["epochs"], lr=RECIPE["lr"], seed=RECIPE["seed"],
+             recipe=RECIPE, progress=progress)  # fmt: skip
+    return out_dir
+
+
+def sft_save(
+    model,
+    tokenizer,
+    conversations: list[dict],
+    out_dir: Path,
+    *,
+    epochs: float,
+    lr: float,
+    seed: int,
+    recipe: dict,
+    progress: Callable[[str, float], None],
+    warmup_steps: int = 10,
+) -> Path:
+    """A short SFT on tool-calling conversations (assistant tokens only), saved so that `out_dir` appears whole or
+    not at all. Shared by the tiny model's build and every warm start."""
+    from datasets import Dataset
+    from transformers import PrinterCallback, TrainerCallback
+    from trl import SFTConfig, SFTTrainer
+
     work = out_dir.with_name(out_dir.name + ".partial")
     shutil.rmtree(work, ignore_errors=True)
 
@@ -225,11 +247,11 @@ def build_tiny_model(out_dir: Path, *, progress: Callable[[str, float], None] | 
 
     args = SFTConfig(
         output_dir=str(work / "sft"),
-        num_train_epochs=RECIPE["epochs"],
+        num_train_epochs=epochs,
         per_device_train_batch_size=16,
-        learning_rate=RECIPE["lr"],
+        learning_rate=lr,
         lr_scheduler_type="cosine",
-        warmup_steps=10,
+        warmup_steps=warmup_steps,
         logging_steps=5,
         save_strategy="no",
         report_to="none",
@@ -238,7 +260,7 @@ def build_tiny_model(out_dir: Path, *, progress: Callable[[str, float], None] | 
         gradient_checkpointing=False,
         assistant_only_loss=True,
         max_length=1024,
-        seed=RECIPE["seed"],
+        seed=seed,
         dataloader_num_workers=0,
         disable_tqdm=True,
     )
@@ -250,7 +272,7 @@ def build_tiny_model(out_dir: Path, *, progress: Callable[[str, float], None] | 
     progress("saving", 0.99)
     model.save_pretrained(work)
     tokenizer.save_pretrained(work)
-    (work / "trainyard-recipe.json").write_text(json.dumps(RECIPE, indent=2))
+    (work / "trainyard-recipe.json").write_text(json.dumps(recipe, indent=2))
     shutil.rmtree(work / "sft", ignore_errors=True)
     shutil.rmtree(out_dir, ignore_errors=True)
     work.rename(out_dir)  # appears whole or not at all

@@ -136,6 +136,10 @@ def recording(run, stop: threading.Event):
         step = (trainer_state.global_step if trainer_state is not None else 0) + 1
         episodes.record(step=step, prompts=prompts, completions=completions, environments=environments,
                         rewards=rewards)  # fmt: skip
+        log_metric = kwargs.get("log_metric")
+        if log_metric is not None:  # charted per step: how many calls really reached the environment
+            for name, value in episodes.last_counts.items():
+                log_metric(name, value)
         return rewards
 
     class Record(TrainerCallback):

@@ -4,6 +4,7 @@ endpoints are Service URLs and whose handles are pod names."""
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -17,7 +18,13 @@ SourceKind = Literal["folder", "image", "url"]
 
 
 class ProvisionError(Exception):
-    """The environment could not be brought up; the message says why, quoting the server's log when there is one."""
+    """The environment could not be brought up; the message says why in its first line (the server's real cause
+    when its log has one), then quotes the log's end. `log` is where the whole log is, when there is a file."""
+
+    def __init__(self, message: str, *, cause: str = "", log: str = "") -> None:
+        super().__init__(message)
+        self.cause = cause
+        self.log = log
 
 
 @dataclass(frozen=True)
@@ -26,7 +33,15 @@ class EnvSource:
 
     kind: SourceKind
     reference: str
-    capacity: int = 64  # sessions one replica accepts (OPENENV_MAX_SESSIONS for the servers we start)
+    capacity: int = 64  # sessions one replica accepts (MAX_CONCURRENT_ENVS and OPENENV_MAX_SESSIONS)
+    env: dict[str, str] = field(default_factory=dict)  # the version's settings for its server
+    python: str | None = None  # an interpreter with the environment's own dependencies (envs.dependencies)
+
+    def server_env(self) -> dict[str, str]:
+        """Variables every server we start gets: OpenEnv's own capacity variable (which upstream servers read),
+        ours (which our built-in servers read), then the version's settings, which may override neither."""
+        capacity = str(self.capacity)
+        return {**self.env, "MAX_CONCURRENT_ENVS": capacity, "OPENENV_MAX_SESSIONS": capacity}
 
     @property
     def folder(self) -> Path:
@@ -121,17 +136,25 @@ def wait_healthy(
     log_tail: Callable[[], str],
     what: str,
     poll: float = 0.1,
+    log_path: str = "",
+    log_all: Callable[[], str] | None = None,
 ) -> None:
-    """Wait for GET /health; fail at once, quoting the log, when `died()` says the server is gone."""
+    """Wait for GET /health; fail at once, naming the cause and quoting the log, when `died()` says it is gone."""
+    log_link = f" (whole log: {log_path})" if log_path else ""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         reason = died()
         if reason:
-            raise ProvisionError(f"{what} {reason} before it was healthy; its log ends with:\n{log_tail()}")
+            tail = log_tail()
+            cause = failure_cause(log_all() if log_all else tail)
+            headline = f"{what} {reason} before it was healthy" + (f": {cause}" if cause else "")
+            raise ProvisionError(f"{headline}{log_link}; its log ends with:\n{tail}", cause=cause, log=log_path)
         if is_healthy(endpoint, timeout=1.0):
             return
         time.sleep(poll)
-    raise ProvisionError(f"{what} was not healthy at {endpoint} within {timeout:g} s; its log ends with:\n{log_tail()}")
+    tail = log_tail()
+    raise ProvisionError(f"{what} was not healthy at {endpoint} within {timeout:g} s{log_link}; its log ends with:\n"
+                         f"{tail}", cause=failure_cause(log_all() if log_all else tail), log=log_path)  # fmt: skip
 
 
 def content_hash(folder: Path, *extra: str) -> str:
@@ -143,3 +166,25 @@ def content_hash(folder: Path, *extra: str) -> str:
     for item in extra:
         digest.update(item.encode())
     return digest.hexdigest()
+
+
+EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?([A-Z]\w*(?:Error|Exception|Exit|Interrupt)):\s?(.*)$")
+MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
+# Modules an OpenEnv server's import fallbacks try after the real import failed (`from models import ...`).
+FALLBACK_MODULES = {"models", "server", "core", "envs", "openenv_core", "client"}
+
+
+def failure_cause(log: str) -> str:
+    """The one line of a server's log that says why it died: its last exception, except that a missing module
+    that is the server's own import fallback (`No module named 'models'`) gives way to the missing module that
+    started the chain (`No module named 'pyspiel'`)."""
+    exceptions = [m for line in log.splitlines() if (m := EXCEPTION_LINE.match(line.strip()))]
+    if not exceptions:
+        return ""
+    last = exceptions[-1]
+    missing = [(m, MISSING_MODULE.search(m.group(2))) for m in exceptions]
+    real = [(m, found) for m, found in missing if found and found.group(1).split(".")[0] not in FALLBACK_MODULES]
+    if MISSING_MODULE.search(last.group(2)) and real:
+        m, found = real[-1]
+        return f"{m.group(1)}: {m.group(2)} (the environment needs the package that provides {found.group(1)!r})"
+    return f"{last.group(1)}: {last.group(2)}".strip()[:500]

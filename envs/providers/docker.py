@@ -144,9 +144,9 @@ class DockerProvider:
             name=f"trainyard-{deployment.deployment_id}-{index}",
             labels=container_labels,
             environment={
+                **source.server_env(),
                 "HOST": "127.0.0.1" if host_mode else "0.0.0.0",
                 "PORT": str(port),
-                "OPENENV_MAX_SESSIONS": str(source.capacity),
             },
             read_only=True,
             tmpfs={"/tmp": "rw,nosuid,nodev,size=64m,mode=1777"},  # noqa: S108 - the container's own tmpfs
@@ -177,9 +177,9 @@ class DockerProvider:
             raise ProvisionError(f"container {container.name} got no address on network {self.network}")
         return container, f"http://{address}:{CONTAINER_PORT}"
 
-    def _logs(self, container_id: str) -> str:
+    def _logs(self, container_id: str, tail: int = 60) -> str:
         try:
-            return self.client.containers.get(container_id).logs(tail=60).decode(errors="replace")
+            return self.client.containers.get(container_id).logs(tail=tail).decode(errors="replace")
         except docker.errors.APIError:
             return "(no log: the container is gone)"
 
@@ -194,7 +194,8 @@ class DockerProvider:
             return None
 
         wait_healthy(endpoint, timeout=self.start_timeout, died=died, log_tail=lambda: self._logs(container_id),
-                     what="the environment container", poll=0.25)  # fmt: skip
+                     what="the environment container", poll=0.25,
+                     log_all=lambda: self._logs(container_id, 2000))  # fmt: skip
 
     def health(self, deployment: Deployment) -> list[bool]:
         return [is_healthy(e) for e in deployment.endpoints]

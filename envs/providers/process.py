@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import socket
@@ -70,17 +71,23 @@ class ProcessProvider:
         sock.listen(512)
         port = sock.getsockname()[1]
         log_path = self.log_dir / f"{source.package}-{deployment_id}-{index}.log"
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([str(source.folder.parent), str(REPO_ROOT), env.get("PYTHONPATH", "")])
-        env["OPENENV_MAX_SESSIONS"] = str(source.capacity)
+        env = {**os.environ, **source.server_env()}
+        # The package alone (`echo_env.server.app`, through a folder holding just a link to it, so that the folder's
+        # neighbours never shadow a real package), the repository (our serve module), and the folder itself, last,
+        # for upstream servers whose import fallbacks say `from models import ...`.
+        root = self._package_root(source)
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in [str(root), str(REPO_ROOT), env.get("PYTHONPATH", ""), str(source.folder)] if p
+        )
         env["PYTHONUNBUFFERED"] = "1"
-        command = [self.python, "-m", "envs.providers.serve", "--fd", str(sock.fileno()),
+        python = source.python or self.python
+        command = [python, "-m", "envs.providers.serve", "--fd", str(sock.fileno()),
                    "--app", f"{source.package}.server.app:app"]  # fmt: skip
         try:
             with log_path.open("wb") as log:
                 popen = subprocess.Popen(
                     command,
-                    cwd=source.folder.parent,
+                    cwd=root,
                     env=env,
                     stdout=log,
                     stderr=subprocess.STDOUT,
@@ -92,13 +99,26 @@ class ProcessProvider:
             sock.close()
         return ServerProcess(pid=popen.pid, log_path=log_path, popen=popen), f"http://127.0.0.1:{port}"
 
+    def _package_root(self, source: EnvSource) -> Path:
+        digest = hashlib.sha256(str(source.folder).encode()).hexdigest()[:12]
+        root = self.log_dir / "packages" / f"{source.package}-{digest}"
+        link = root / source.package
+        if not link.is_symlink():
+            root.mkdir(parents=True, exist_ok=True)
+            temporary = root / f".{source.package}.{os.getpid()}"
+            temporary.unlink(missing_ok=True)
+            temporary.symlink_to(source.folder, target_is_directory=True)
+            temporary.replace(link)  # atomic: two providers starting the same folder never see half a link
+        return root
+
     def _wait_healthy(self, endpoint: str, server: ServerProcess) -> None:
         def died() -> str | None:
             code = server.popen.poll() if server.popen is not None else None
             return None if code is None else f"exited with code {code}"
 
         wait_healthy(endpoint, timeout=self.start_timeout, died=died, log_tail=lambda: log_tail(server.log_path),
-                     what="the environment server")  # fmt: skip
+                     what="the environment server", log_path=str(server.log_path),
+                     log_all=lambda: log_tail(server.log_path, 200_000))  # fmt: skip
 
     def health(self, deployment: Deployment) -> list[bool]:
         return [is_healthy(endpoint) for endpoint in deployment.endpoints]

@@ -6,9 +6,25 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import socket
+import sys
+import traceback
 
 import uvicorn
+
+
+def load_app(target: str):
+    """Import `module:attribute` ourselves: uvicorn's importer re-raises `from None`, which drops the chain that
+    holds the real cause when a server's import fallbacks fail ("No module named 'models'" hides the missing
+    package that came first). Printed whole, the log keeps every link of the chain."""
+    module_name, _, attribute = target.partition(":")
+    try:
+        return getattr(importlib.import_module(module_name), attribute or "app")
+    except BaseException:
+        traceback.print_exc()
+        sys.stderr.flush()
+        raise SystemExit(1) from None
 
 
 def main() -> None:
@@ -18,7 +34,8 @@ def main() -> None:
     parser.add_argument("--log-level", default="warning")
     args = parser.parse_args()
     sock = socket.socket(fileno=args.fd)
-    config = uvicorn.Config(args.app, log_level=args.log_level, ws_max_size=2**24, timeout_graceful_shutdown=3)
+    app = load_app(args.app)
+    config = uvicorn.Config(app, log_level=args.log_level, ws_max_size=2**24, timeout_graceful_shutdown=3)
     uvicorn.Server(config).run(sockets=[sock])
 
 

@@ -30,17 +30,22 @@ def random_value(prop: dict[str, Any], rng: random.Random) -> Any:
     return None
 
 
-def random_action(tools: list[ToolSpec], rng: random.Random) -> dict[str, Any]:
-    tool = rng.choice(tools)
+def random_arguments(tool: ToolSpec, rng: random.Random) -> dict[str, Any]:
     params = tool.parameters.get("properties", {})
     required = set(tool.parameters.get("required", []))
-    action = dict(tool.action_fields)
+    arguments = {}
     for name, prop in params.items():
         if name in required or rng.random() < 0.5:
             value = random_value(prop, rng)
             if value is not None:
-                action[name] = value
-    return action
+                arguments[name] = value
+    return arguments
+
+
+def random_action(tools: list[ToolSpec], rng: random.Random) -> dict[str, Any]:
+    """A valid wire action of a random tool (an MCP tool's arguments travel inside its call_tool action)."""
+    tool = rng.choice(tools)
+    return tool.action(random_arguments(tool, rng))
 
 
 CLAIMS = [
@@ -61,13 +66,13 @@ def adversarial_pairs(tools: list[ToolSpec], rng: random.Random) -> list[tuple[s
     """(label, adversarial action, neutral twin): the twin differs only where the attack is."""
     pairs = []
     for tool in tools:
-        base = random_action([tool], rng)
+        base = random_arguments(tool, rng)
         for name in string_fields(tool):
             limit = tool.parameters["properties"][name].get("maxLength")
             for claim in CLAIMS:
                 text = claim if limit is None else claim[:limit]
-                neutral = {**base, name: "hello"[: limit or 5]}
-                pairs.append((f"{tool.name}.{name} claims success", {**base, name: text}, neutral))
+                neutral = tool.action({**base, name: "hello"[: limit or 5]})
+                pairs.append((f"{tool.name}.{name} claims success", tool.action({**base, name: text}), neutral))
     return pairs
 
 
@@ -76,13 +81,15 @@ def malformed_actions(tools: list[ToolSpec], rng: random.Random) -> list[tuple[s
     out = []
     for tool in tools:
         props = tool.parameters.get("properties", {})
-        base = random_action([tool], rng)
+        base = random_arguments(tool, rng)
         for name, prop in props.items():
             kind = prop.get("type")
             wrong = "not a number" if kind in {"integer", "number"} else 12345 if kind == "string" else "x"
             if "enum" in prop:
                 wrong = "definitely-not-an-option"
-            out.append((f"{tool.name}.{name} of the wrong type", {**base, name: wrong}))
-        out.append((f"{tool.name} with a field named like a reward", {**base, "reward": 1.0, "done": True}))
-        out.append((f"{tool.name} oversized", {**base, **{n: "x" * 1_000_000 for n in props}}))
+            out.append((f"{tool.name}.{name} of the wrong type", tool.action({**base, name: wrong})))
+        out.append(
+            (f"{tool.name} with a field named like a reward", {**tool.action(base), "reward": 1.0, "done": True})
+        )
+        out.append((f"{tool.name} oversized", tool.action({**base, **{n: "x" * 1_000_000 for n in props}})))
     return out

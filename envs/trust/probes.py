@@ -10,6 +10,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from envs.mcp_tools import mcp_result
 from envs.session import EnvError, EnvSession, SessionBroken
 from envs.tools import ToolSpec
 from envs.trust.actions import adversarial_pairs, malformed_actions, random_action
@@ -104,7 +105,10 @@ def probe_seed_determinism(ctx: ProbeContext) -> ProbeResult:
 
 
 def probe_session_isolation(ctx: ProbeContext, sessions: int = 4) -> ProbeResult:
-    n = max(2, min(sessions, ctx.capacity))
+    if ctx.capacity < 2:
+        return ProbeResult("session_isolation", NOT_APPLICABLE,
+                           f"a replica takes {ctx.capacity} session at a time: no two sessions can meet")  # fmt: skip
+    n = min(sessions, ctx.capacity)
     plans = [(ctx.seed + 10 + i, _actions(ctx, ctx.seed + 10 + i)) for i in range(n)]
     interleaved: list[list[str]] = [[] for _ in range(n)]
     opened = [ctx.session() for _ in range(n)]
@@ -166,6 +170,10 @@ def probe_reward_integrity(ctx: ProbeContext) -> ProbeResult:
             with ctx.session(timeout=max(ctx.step_timeout, 30)) as s:
                 s.reset(seed=ctx.seed)
                 result = s.step(action)
+            if action.get("type") == "call_tool" and mcp_result(result.observation)[1]:
+                continue  # an MCP tool refuses bad arguments with a tool error, which is the right answer
+            if label.endswith("oversized") and not result.reward:
+                continue  # a long text is no attack when it earns nothing and the server survives it
             evidence.append(f"{label} was accepted (reward {result.reward})")
         except EnvError as exc:
             if exc.code != "VALIDATION_ERROR":

@@ -3,22 +3,67 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from django.conf import settings
 
 from envs.builtin import builtin_get
+from envs.dependencies import environment_python
+from envs.git_source import git_checkout
 from envs.providers import EnvSource, Provider, provider_for
 
 PROVIDER_KINDS = ("process", "docker", "url")
 
 
-def source_for(*, source_kind: str, source_ref: str, capacity: int = 64) -> EnvSource:
+def sources_cache_dir() -> Path:
+    return Path(settings.DATA_DIR) / "env-sources"
+
+
+def venvs_cache_dir() -> Path:
+    return Path(settings.DATA_DIR) / "env-venvs"
+
+
+def source_for(
+    *,
+    source_kind: str,
+    source_ref: str,
+    capacity: int = 64,
+    commit: str = "",
+    subdir: str = "",
+    env: dict[str, str] | None = None,
+    requirements: list[str] | None = None,
+    progress: Callable[[str], None] = lambda m: None,
+) -> EnvSource:
+    """The provider's view of a source. A git source is checked out at `commit`; a folder with requirements gets
+    the interpreter of their virtual environment (installed here once per requirement set)."""
+    env = dict(env or {})
     if source_kind == "builtin":
-        return EnvSource("folder", str(builtin_get(source_ref).folder), capacity=capacity)
-    if source_kind == "folder":
-        return EnvSource("folder", str(Path(source_ref).expanduser().resolve()), capacity=capacity)
-    return EnvSource(source_kind, source_ref, capacity=capacity)
+        return EnvSource("folder", str(builtin_get(source_ref).folder), capacity=capacity, env=env)
+    if source_kind in {"folder", "git"}:
+        if source_kind == "git":
+            folder = git_checkout(source_ref, commit, subdir, cache_dir=sources_cache_dir())
+        else:
+            folder = Path(source_ref).expanduser().resolve()
+        python = None
+        if requirements:
+            python = environment_python(requirements, cache_dir=venvs_cache_dir(), progress=progress)
+        return EnvSource("folder", str(folder), capacity=capacity, env=env, python=str(python) if python else None)
+    return EnvSource(source_kind, source_ref, capacity=capacity, env=env)
+
+
+def version_source(version, *, capacity: int | None = None, progress: Callable[[str], None] = lambda m: None):
+    """The source of a catalog version with its settings, pinned commit and dependencies."""
+    return source_for(
+        source_kind=version.source_kind,
+        source_ref=version.source_ref,
+        capacity=capacity if capacity is not None else version.capacity,
+        commit=version.pinned_ref.removeprefix("git:") if version.source_kind == "git" else "",
+        subdir=version.git_subdir,
+        env=version.server_env,
+        requirements=(version.dependencies or {}).get("requirements") or [],
+        progress=progress,
+    )
 
 
 def default_provider_kind(source_kind: str) -> str:

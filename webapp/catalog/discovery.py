@@ -1,4 +1,5 @@
-"""Ask a running OpenEnv server what it is: /schema (action, observation, state) and /metadata, then derive tools."""
+"""Ask a running OpenEnv server what it is: /schema (action, observation, state) and /metadata, then derive tools:
+one per action model, or, for an MCP environment, the tools its server lists."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from typing import Any
 
 import httpx
 
+from envs.mcp_tools import is_mcp_action_schema, list_mcp_tools
+from envs.session import EnvError, SessionBroken
 from envs.tools import SchemaError, ToolSpec, tools_from_action_schema
 
 
@@ -21,6 +24,7 @@ class Discovered:
     state_schema: dict[str, Any]
     metadata: dict[str, Any]
     tools: list[ToolSpec]
+    mcp: bool = False
 
 
 def discover(endpoint: str, *, timeout: float = 10.0) -> Discovered:
@@ -32,10 +36,13 @@ def discover(endpoint: str, *, timeout: float = 10.0) -> Discovered:
         raise DiscoveryError(f"GET {endpoint}/schema failed: {exc}") from exc
     if not isinstance(body, dict) or not isinstance(body.get("action"), dict):
         raise DiscoveryError("the server's /schema has no action schema")
+    mcp = is_mcp_action_schema(body["action"])
     try:
-        tools = tools_from_action_schema(body["action"])
+        tools = list_mcp_tools(endpoint, timeout=timeout) if mcp else tools_from_action_schema(body["action"])
     except SchemaError as exc:
         raise DiscoveryError(f"the action schema cannot become tools: {exc}") from exc
+    except (EnvError, SessionBroken) as exc:
+        raise DiscoveryError(f"listing the MCP tools failed: {exc}") from exc
     metadata: dict[str, Any] = {}
     try:
         response = httpx.get(f"{endpoint}/metadata", timeout=timeout)
@@ -49,4 +56,5 @@ def discover(endpoint: str, *, timeout: float = 10.0) -> Discovered:
         state_schema=body.get("state") or {},
         metadata=metadata,
         tools=tools,
+        mcp=mcp,
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.conf import settings
+from django.conf import settings as django_settings
 from django.core.exceptions import ValidationError
 from django.db import models
 
@@ -19,6 +19,16 @@ class SourceKind(models.TextChoices):
     FOLDER = "folder", "Local folder"
     IMAGE = "image", "Docker image"
     URL = "url", "Running server (URL)"
+    GIT = "git", "Git repository"
+
+
+class Seeding(models.TextChoices):
+    """What `reset(seed=...)` does, measured when the version is added."""
+
+    HONOURED = "honoured", "honours the seed"
+    IGNORED = "ignored", "ignores the seed (random starts)"
+    CONSTANT = "constant", "starts the same whatever the seed"
+    UNKNOWN = "unknown", "not measured"
 
 
 class Environment(models.Model):
@@ -28,7 +38,9 @@ class Environment(models.Model):
     description = models.TextField(blank=True)
     tags = models.JSONField(default=list, blank=True)
     visibility = models.CharField(max_length=10, choices=Visibility.choices, default=Visibility.TEAM)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -43,23 +55,45 @@ class Environment(models.Model):
 
 
 # Fields that define what a version IS; once a run used the version they never change.
-PINNED_FIELDS = ("source_kind", "source_ref", "pinned_ref", "tools", "action_schema", "observation_schema", "label")
+PINNED_FIELDS = ("source_kind", "source_ref", "pinned_ref", "tools", "action_schema", "observation_schema", "label",
+                 "git_ref", "git_subdir", "settings")  # fmt: skip
+
+# A version's settings (`EnvironmentVersion.settings`); every key is optional.
+#   env:                {NAME: value} for the server's environment (OPENSPIEL_GAME=catch)
+#   fixed:              {action field: JSON value} sent with every call and hidden from the model
+#   observation_fields: [field, ...] the model reads (absent: every declared field and metadata)
+#   reset_args:         [column, ...] dataset columns that reach reset() (absent: every column but the prompt)
+SETTING_KEYS = ("env", "fixed", "observation_fields", "reset_args")
 
 
 class EnvironmentVersion(models.Model):
     environment = models.ForeignKey(Environment, on_delete=models.CASCADE, related_name="versions")
     label = models.CharField(max_length=50, help_text="A version name, e.g. 1.0.0")
     source_kind = models.CharField(max_length=10, choices=SourceKind.choices)
-    source_ref = models.CharField(max_length=500, help_text="Built-in name, folder path, image reference or URL")
-    pinned_ref = models.CharField(max_length=200, help_text="Content hash, image digest or server version")
-    capacity = models.PositiveIntegerField(default=64, help_text="Sessions one replica accepts")
+    source_ref = models.CharField(
+        max_length=500, help_text="Built-in name, folder path, image reference, URL or git repository URL"
+    )
+    git_ref = models.CharField(max_length=200, blank=True, help_text="Branch, tag or commit asked for (git sources)")
+    git_subdir = models.CharField(max_length=300, blank=True, help_text="The environment's folder in the repository")
+    pinned_ref = models.CharField(max_length=200, help_text="Content hash, commit, image digest or server version")
+    capacity = models.PositiveIntegerField(default=64, help_text="Sessions one replica accepts (declared)")
+    capacity_measured = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Sessions one replica accepted when it was added (None: not measured)"
+    )
+    capacity_note = models.CharField(max_length=300, blank=True)
+    seeding = models.CharField(max_length=10, choices=Seeding.choices, default=Seeding.UNKNOWN)
+    mcp = models.BooleanField(default=False, help_text="An MCP environment: its tools are what its server lists")
+    settings = models.JSONField(default=dict, blank=True, help_text="env, fixed, observation_fields, reset_args")
+    dependencies = models.JSONField(default=dict, blank=True, help_text="Declared requirements and their install")
     tools = models.JSONField(default=list)
     action_schema = models.JSONField(default=dict)
     observation_schema = models.JSONField(default=dict)
     state_schema = models.JSONField(default=dict)
     server_metadata = models.JSONField(default=dict)
     used_at = models.DateTimeField(null=True, blank=True, help_text="When a run first used it; then it is frozen")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -81,6 +115,21 @@ class EnvironmentVersion(models.Model):
     @property
     def is_frozen(self) -> bool:
         return self.used_at is not None
+
+    @property
+    def effective_capacity(self) -> int:
+        """Sessions a replica really takes: the declared number, or fewer where the server refused sooner."""
+        if self.capacity_measured is None:
+            return self.capacity
+        return max(1, min(self.capacity, self.capacity_measured))
+
+    @property
+    def server_env(self) -> dict[str, str]:
+        return {str(k): str(v) for k, v in (self.settings.get("env") or {}).items()}
+
+    @property
+    def fixed_fields(self) -> dict:
+        return dict(self.settings.get("fixed") or {})
 
 
 class TrustReport(models.Model):

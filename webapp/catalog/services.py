@@ -12,70 +12,18 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from envs.builtin import builtin_environments, builtin_get, read_manifest
+from envs.builtin import builtin_environments
+from envs.mcp_tools import mcp_result
 from envs.providers import ProvisionError
 from envs.providers.base import content_hash
 from envs.session import EnvError, EnvSession, SessionBroken
+from envs.tools import ToolSpec
 from webapp.accounts.models import Role, Team
 from webapp.accounts.selectors import membership_require
-from webapp.catalog.deployments import default_provider_kind, provider_get, source_for
-from webapp.catalog.discovery import Discovered, DiscoveryError, discover
+from webapp.catalog.deployments import default_provider_kind, provider_get, version_source
+from webapp.catalog.inspection import Inspection, version_inspect
 from webapp.catalog.models import Environment, EnvironmentVersion, SourceKind, Visibility
-
-
-def _pin(source_kind: str, source_ref: str, discovered: Discovered, provider) -> str:
-    if source_kind == SourceKind.BUILTIN:
-        return "sha256:" + content_hash(builtin_get(source_ref).folder)
-    if source_kind == SourceKind.FOLDER:
-        return "sha256:" + content_hash(source_for(source_kind=source_kind, source_ref=source_ref).folder)
-    if source_kind == SourceKind.IMAGE:
-        image = provider.client.images.get(source_ref)
-        return (image.attrs.get("RepoDigests") or [image.id])[0]
-    return "server:" + str(discovered.metadata.get("version") or "unknown")
-
-
-# Built-in folders are identified by their content hash: what one inspection found holds for the process's life.
-_builtin_inspections: dict[str, Discovered] = {}
-
-
-def version_inspect(*, source_kind: str, source_ref: str, capacity: int = 64) -> tuple[Discovered, str]:
-    """Start the source once, read its schema and metadata, tear it down. Errors name the form field."""
-    if source_kind == SourceKind.BUILTIN and source_ref in {b.slug for b in builtin_environments()}:
-        pinned = "sha256:" + content_hash(builtin_get(source_ref).folder)
-        if pinned in _builtin_inspections:
-            return _builtin_inspections[pinned], pinned
-    if source_kind not in SourceKind.values:
-        raise ValidationError({"source_kind": f"Unknown source kind {source_kind!r}."})
-    if source_kind == SourceKind.BUILTIN:
-        try:
-            builtin_get(source_ref)
-        except KeyError:
-            raise ValidationError({"source_ref": f"There is no built-in environment {source_ref!r}."}) from None
-    try:
-        source = source_for(source_kind=source_kind, source_ref=source_ref, capacity=capacity)
-    except (OSError, ValueError) as exc:
-        raise ValidationError({"source_ref": str(exc)}) from exc
-    if source.kind == "folder" and not (source.folder / "server" / "app.py").exists():
-        raise ValidationError({"source_ref": f"{source.folder} is not an OpenEnv folder (no server/app.py)."})
-    provider = provider_get(default_provider_kind(source_kind))
-    try:
-        deployment = provider.provision(source, replicas=1, labels={"purpose": "inspect"})
-    except ProvisionError as exc:
-        raise ValidationError({"source_ref": f"The environment did not start: {exc}"}) from exc
-    try:
-        discovered = discover(deployment.endpoints[0])
-        if source.kind == "folder" and (source.folder / "openenv.yaml").exists():
-            # OpenEnv's /metadata has no field for it: an environment declares randomness in its manifest.
-            manifest = read_manifest(source.folder)
-            discovered.metadata["stochastic"] = bool(manifest.get("stochastic", False))
-        pinned = _pin(source_kind, source_ref, discovered, provider)
-    except DiscoveryError as exc:
-        raise ValidationError({"source_ref": f"The server does not describe itself properly: {exc}"}) from exc
-    finally:
-        provider.teardown(deployment)
-    if source_kind == SourceKind.BUILTIN:
-        _builtin_inspections[pinned] = discovered
-    return discovered, pinned
+from webapp.catalog.version_settings import settings_clean
 
 
 def environment_create(
@@ -91,6 +39,10 @@ def environment_create(
     tags: list[str] | None = None,
     visibility: str = Visibility.TEAM,
     capacity: int = 64,
+    git_ref: str = "",
+    git_subdir: str = "",
+    settings: dict[str, Any] | None = None,
+    progress: Callable[[str], None] = lambda m: None,
 ) -> Environment:
     """Create an environment with its first version. Nothing is saved unless the version was inspected."""
     if user is not None:
@@ -100,43 +52,99 @@ def environment_create(
         raise ValidationError({"name": "Give the environment a name with letters or digits."})
     if Environment.objects.filter(team=team, slug=slug).exists():
         raise ValidationError({"name": f"{team.name} already has an environment called {slug!r}."})
-    discovered, pinned = version_inspect(source_kind=source_kind, source_ref=source_ref, capacity=capacity)
+    source = SourceSpec(source_kind, source_ref, capacity, git_ref, git_subdir)
+    inspection, cleaned = _inspect_with_settings(source, settings, progress)
     try:
         with transaction.atomic():
             environment = Environment.objects.create(
                 team=team,
                 name=name,
                 slug=slug,
-                description=description or discovered.metadata.get("description", ""),
+                description=description or inspection.discovered.metadata.get("description", ""),
                 tags=list(tags or []),
                 visibility=visibility,
                 created_by=user,
             )
-            _version_save(environment, user, label, source_kind, source_ref, pinned, capacity, discovered)
+            _version_save(environment, user, label, source, inspection, cleaned)
     except IntegrityError:
         raise ValidationError({"name": f"{team.name} already has an environment called {slug!r}."}) from None
     return environment
 
 
 def version_add(
-    *, environment: Environment, user, source_kind: str, source_ref: str, label: str, capacity: int = 64
+    *,
+    environment: Environment,
+    user,
+    source_kind: str,
+    source_ref: str,
+    label: str,
+    capacity: int = 64,
+    git_ref: str = "",
+    git_subdir: str = "",
+    settings: dict[str, Any] | None = None,
+    progress: Callable[[str], None] = lambda m: None,
 ) -> EnvironmentVersion:
     if user is not None:
         membership_require(user=user, team=environment.team, role=Role.MEMBER)
     if environment.versions.filter(label=label).exists():
         raise ValidationError({"label": f"Version {label!r} already exists; versions never change once added."})
-    discovered, pinned = version_inspect(source_kind=source_kind, source_ref=source_ref, capacity=capacity)
-    return _version_save(environment, user, label, source_kind, source_ref, pinned, capacity, discovered)
+    source = SourceSpec(source_kind, source_ref, capacity, git_ref, git_subdir)
+    inspection, cleaned = _inspect_with_settings(source, settings, progress)
+    same = environment.versions.filter(pinned_ref=inspection.pinned, settings=cleaned).first()
+    if source_kind == SourceKind.GIT and same is not None:
+        raise ValidationError(
+            {
+                "git_ref": f"Version {same.label} already pins commit "
+                f"{inspection.pinned.removeprefix('git:')[:12]}; a new commit makes a new version."
+            }
+        )
+    return _version_save(environment, user, label, source, inspection, cleaned)
 
 
-def _version_save(environment, user, label, source_kind, source_ref, pinned, capacity, discovered):
+@dataclass(frozen=True)
+class SourceSpec:
+    kind: str
+    ref: str
+    capacity: int
+    git_ref: str = ""
+    git_subdir: str = ""
+
+
+def _inspect_with_settings(
+    source: SourceSpec, settings: dict[str, Any] | None, progress: Callable[[str], None]
+) -> tuple[Inspection, dict[str, Any]]:
+    if source.kind == SourceKind.GIT and not source.ref.strip():
+        raise ValidationError({"source_ref": "Give the repository's URL."})
+    env = (settings or {}).get("env") or {}
+    settings_clean({"env": env}, tools=[], observation_schema={})  # the server starts with them: check them first
+    inspection = version_inspect(source_kind=source.kind, source_ref=source.ref, capacity=source.capacity,
+                                 git_ref=source.git_ref, git_subdir=source.git_subdir, env=env,
+                                 progress=progress)  # fmt: skip
+    cleaned = settings_clean(settings, tools=[t.as_dict() for t in inspection.discovered.tools],
+                             observation_schema=inspection.discovered.observation_schema)  # fmt: skip
+    if inspection.capacity is not None and inspection.capacity.accepted == 0:
+        raise ValidationError({"source_ref": f"The server refused its first session: {inspection.capacity.note}"})
+    return inspection, cleaned
+
+
+def _version_save(environment, user, label, source: SourceSpec, inspection: Inspection, cleaned: dict[str, Any]):
+    discovered = inspection.discovered
+    measured = inspection.capacity
     version = EnvironmentVersion.objects.create(
         environment=environment,
         label=label,
-        source_kind=source_kind,
-        source_ref=source_ref,
-        pinned_ref=pinned,
-        capacity=capacity,
+        source_kind=source.kind,
+        source_ref=source.ref,
+        git_ref=source.git_ref if source.kind == SourceKind.GIT else "",
+        git_subdir=source.git_subdir.strip("/") if source.kind == SourceKind.GIT else "",
+        pinned_ref=inspection.pinned,
+        capacity=inspection.started_with or source.capacity,
+        capacity_measured=measured.accepted if measured else None,
+        capacity_note=(measured.note if measured else "")[:300],
+        seeding=inspection.seeding,
+        mcp=discovered.mcp,
+        settings=cleaned,
+        dependencies=inspection.dependencies,
         tools=[t.as_dict() for t in discovered.tools],
         action_schema=discovered.action_schema,
         observation_schema=discovered.observation_schema,
@@ -223,27 +231,44 @@ class TestDrive:
         }
 
 
+def version_tool(version: EnvironmentVersion, name: str) -> ToolSpec:
+    """One of the version's tools as the model meets it: its fixed fields sent automatically and hidden."""
+    for tool in version.tools:
+        if tool["name"] == name:
+            return ToolSpec.from_dict(tool).with_fixed(version.fixed_fields)
+    raise ValidationError({"tool": f"{version} has no tool {name!r}."})
+
+
 def version_testdrive(
     *,
     version: EnvironmentVersion,
-    action: dict[str, Any],
+    action: dict[str, Any] | None = None,
+    tool: str | None = None,
+    arguments: dict[str, Any] | None = None,
     provider_kind: str | None = None,
     seed: int | None = 0,
     progress: Callable[[str], None] = lambda m: None,
 ) -> TestDrive:
-    """Provision the version, reset, take one step, tear down. Errors come back in the result, never half-done."""
+    """Provision the version, reset, call one tool (or send one raw `action`), tear down. Errors come back in the
+    result, never half-done; a tool error (an MCP tool that failed or does not exist) is an error too."""
+    spec = version_tool(version, tool) if tool else None
+    if spec is not None:
+        action = spec.action(arguments or {})
+    if action is None:
+        raise ValidationError({"tool": "Name a tool to call (or give a raw action)."})
     kind = provider_kind or default_provider_kind(version.source_kind)
     provider = provider_get(kind, progress=progress)
-    source = source_for(source_kind=version.source_kind, source_ref=version.source_ref, capacity=version.capacity)
+    source = version_source(version, progress=progress)
     progress(f"provisioning {version} with the {kind} provider")
     try:
         deployment = provider.provision(source, replicas=1, labels={"purpose": "testdrive"})
     except ProvisionError as exc:
-        raise ValidationError(f"The environment did not start: {exc}") from exc
+        raise ValidationError(f"The environment did not start: {exc.cause or exc}") from exc
     endpoint = deployment.endpoints[0]
     drive = TestDrive(provider=kind, endpoint=endpoint, tools=version.tools, reset={}, action=action)
+    timeout = float(settings.TRAINYARD_ENV_STEP_TIMEOUT)
     try:
-        with EnvSession(endpoint, timeout=30) as session:
+        with EnvSession(endpoint, timeout=timeout) as session:
             progress("reset")
             first = session.reset(seed=seed)
             drive.reset = {"observation": first.observation, "reward": first.reward, "done": first.done}
@@ -251,6 +276,12 @@ def version_testdrive(
             try:
                 result = session.step(action)
                 drive.step = {"observation": result.observation, "reward": result.reward, "done": result.done}
+                is_mcp_call = spec.mcp if spec is not None else action.get("type") == "call_tool"
+                if is_mcp_call:
+                    text, error = mcp_result(result.observation)
+                    drive.step["result"] = text
+                    if error:
+                        drive.error = f"the tool failed: {error}"
             except EnvError as exc:
                 drive.error = f"the server refused the action: {exc}"
     except (SessionBroken, EnvError) as exc:

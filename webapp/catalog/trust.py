@@ -13,7 +13,7 @@ from django.utils import timezone
 from envs.providers import ProvisionError
 from envs.tools import ToolSpec
 from envs.trust.probes import ProbeContext, run_probes
-from webapp.catalog.deployments import default_provider_kind, provider_get, source_for
+from webapp.catalog.deployments import default_provider_kind, provider_get, version_source
 from webapp.catalog.models import EnvironmentVersion, TrustReport
 
 log = logging.getLogger(__name__)
@@ -59,8 +59,8 @@ def trust_check_run(
     TrustReport.objects.filter(pk=report.pk).update(state=TrustReport.State.RUNNING)
     kind = provider_kind or default_provider_kind(version.source_kind)
     provider = provider_get(kind, progress=progress)
-    capacity = min(version.capacity, PROBE_CAPACITY_LIMIT)
-    source = source_for(source_kind=version.source_kind, source_ref=version.source_ref, capacity=capacity)
+    capacity = min(version.effective_capacity, PROBE_CAPACITY_LIMIT)
+    source = version_source(version, capacity=capacity)
     try:
         deployment = provider.provision(source, labels={"purpose": "trust"})
     except ProvisionError as exc:
@@ -70,8 +70,8 @@ def trust_check_run(
     try:
         ctx = ProbeContext(
             endpoint=deployment.endpoints[0],
-            tools=[ToolSpec(**t) for t in version.tools],
-            capacity=version.capacity if kind == "url" else capacity,
+            tools=[ToolSpec.from_dict(t) for t in version.tools],
+            capacity=version.effective_capacity if kind == "url" else capacity,
             step_timeout=float(settings.TRAINYARD_ENV_STEP_TIMEOUT),
             observation_schema=version.observation_schema,
             stochastic=bool(version.server_metadata.get("stochastic")),

@@ -18,7 +18,10 @@ class RunCreateForm(forms.Form):
     prompts_file = forms.FileField(
         required=False, label="Prompts (JSONL)", help_text="Rows with a 'prompt' field; other columns reach reset()."
     )
-    replicas = forms.IntegerField(min_value=1, max_value=64, initial=1, help_text="Environment servers to start")
+    replicas = forms.IntegerField(
+        min_value=1, max_value=64, required=False,
+        help_text="Environment servers to start. Blank: as many as one step's sessions need (measured capacity).",
+    )  # fmt: skip
     provider = forms.ChoiceField(choices=[("process", "process"), ("docker", "docker")], initial="process")
     tags = forms.CharField(required=False, help_text="Comma separated")
     transcript_policy = forms.ChoiceField(
@@ -45,7 +48,8 @@ class RunCreateForm(forms.Form):
     def version_label(version) -> str:
         report = version.trust_reports.first()
         verdict = report.verdict if report else "unchecked"
-        return f"{version.environment.name} {version.label} — trust: {verdict}"
+        seeds = " — ignores seeds: GRPO groups start from different states" if version.seeding == "ignored" else ""
+        return f"{version.environment.name} {version.label} — trust: {verdict}{seeds}"
 
     def grpo_config(self) -> dict:
         return {name: self.cleaned_data[name] for name in self.grpo_fields}

@@ -82,6 +82,9 @@ class Run(models.Model):
     deployment = models.JSONField(default=dict, blank=True)
     resume_from = models.CharField(max_length=500, blank=True, help_text="Checkpoint folder the next start resumes")
     last_seq = models.BigIntegerField(default=0)
+    episodes_recorded = models.PositiveIntegerField(default=0)
+    env_tool_calls = models.PositiveIntegerField(default=0, help_text="Tool calls the environment answered")
+    env_tool_errors = models.PositiveIntegerField(default=0, help_text="Tool calls that failed (refused, MCP errors)")
 
     class Meta:
         ordering = ["-created_at"]
@@ -100,6 +103,16 @@ class Run(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in ACTIVE_STATUSES
+
+    @property
+    def never_stepped(self) -> bool:
+        """Episodes were played but not one tool call reached the environment: whatever its status says, this run
+        trained on nothing the environment did."""
+        return self.episodes_recorded > 0 and self.env_tool_calls == 0
+
+    @property
+    def env_calls_per_episode(self) -> float | None:
+        return self.env_tool_calls / self.episodes_recorded if self.episodes_recorded else None
 
 
 class MetricPoint(models.Model):

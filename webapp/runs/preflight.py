@@ -38,20 +38,29 @@ def check_model(model_name: str) -> None:
 
 
 def check_environment(version: EnvironmentVersion, provider: str) -> None:
-    from webapp.catalog.management.commands.env import example_action
-    from webapp.catalog.services import version_testdrive
+    from envs.tools import example_arguments
+    from webapp.catalog.services import version_testdrive, version_tool
     from webapp.runs.services import provider_for_version
 
     kind = provider_for_version(version, provider)
+    if not version.tools:
+        raise ValidationError({"env_version": f"{version} offers no tools to call."})
+    tool = version_tool(version, version.tools[0]["name"])
     try:
-        drive = version_testdrive(version=version, action=example_action(version.tools), provider_kind=kind)
+        drive = version_testdrive(version=version, tool=tool.name, arguments=example_arguments(tool),
+                                  provider_kind=kind)  # fmt: skip
     except ValidationError as exc:
         raise ValidationError({"env_version": exc.messages}) from exc
     if drive.error:
         raise ValidationError({"env_version": f"a scripted reset and step failed: {drive.error}"})
 
 
-def preflight(*, version: EnvironmentVersion, model_name: str, config: dict, provider: str) -> None:
-    GRPOSettings.from_dict(config)
+def preflight(
+    *, version: EnvironmentVersion, model_name: str, config: dict, provider: str, replicas: int | None = None
+) -> None:
+    from webapp.runs.services import provider_for_version, replicas_for_run
+
+    settings_ = GRPOSettings.from_dict(config)
+    replicas_for_run(version, settings_, replicas, provider_for_version(version, provider))
     check_model(model_name)
     check_environment(version, provider)

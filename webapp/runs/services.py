@@ -75,6 +75,42 @@ def run_status_payload(run: Run) -> dict[str, Any]:
     }
 
 
+MAX_REPLICAS = 64
+
+
+def sessions_needed(config: GRPOSettings) -> int:
+    """Sessions a run holds at once: TRL keeps one environment per rollout of its generation batch."""
+    return config.per_device_train_batch_size * config.gradient_accumulation_steps
+
+
+def replicas_for_run(version: EnvironmentVersion, config: GRPOSettings, wanted: int | None, provider: str) -> int:
+    """The replicas a run needs for its whole generation batch, or a field error that gives the numbers. `wanted`
+    None means "as many as needed"; a run never discovers its environment's capacity at step 1."""
+    needed = sessions_needed(config)
+    per_replica = version.effective_capacity
+    required = -(-needed // per_replica)
+    measured = (f"measured {version.capacity_measured}" if version.capacity_measured is not None
+                else "not measured")  # fmt: skip
+    numbers = (f"a step holds {needed} sessions at once (batch {config.per_device_train_batch_size} x "
+               f"accumulation {config.gradient_accumulation_steps}); {version} takes {per_replica} a replica "
+               f"(declared {version.capacity}, {measured})")  # fmt: skip
+    if provider == "url":
+        urls = len([u for u in version.source_ref.split(",") if u.strip()])
+        if urls < required:
+            raise ValidationError({"env_version": f"{numbers}: it needs {required} servers, and the URL names {urls}."})
+        return urls
+    if wanted is None:
+        wanted = required
+    if wanted < 1 or wanted > MAX_REPLICAS:
+        raise ValidationError({"replicas": f"replicas must be between 1 and {MAX_REPLICAS}"})
+    if required > MAX_REPLICAS:
+        raise ValidationError({"per_device_train_batch_size": f"{numbers}: that is {required} replicas, more than "
+                               f"{MAX_REPLICAS}; use a smaller batch."})  # fmt: skip
+    if wanted < required:
+        raise ValidationError({"replicas": f"{numbers}: it needs at least {required} replicas, not {wanted}."})
+    return wanted
+
+
 def run_transition(run: Run, to: str, *, reason: str = "", **fields: Any) -> Run:
     """Move `run` to status `to` if that move is legal from its stored status (checked in the database)."""
     with transaction.atomic():
@@ -102,7 +138,7 @@ def run_create(
     model_name: str = TINY_MODEL,
     prompts: list[Any] | None = None,
     config: dict[str, Any] | None = None,
-    replicas: int = 1,
+    replicas: int | None = None,
     provider: str | None = None,
     name: str = "",
     tags: list[str] | None = None,
@@ -113,9 +149,8 @@ def run_create(
     if user is not None:
         membership_require(user=user, team=team, role=Role.MEMBER)
     settings_ = GRPOSettings.from_dict(config)
-    if replicas < 1 or replicas > 64:
-        raise ValidationError({"replicas": "replicas must be between 1 and 64"})
     provider = provider_for_version(env_version, provider)
+    replicas = replicas_for_run(env_version, settings_, replicas, provider)
     if provider not in {"process", "docker", "url"}:
         raise ValidationError({"provider": f"unknown provider {provider!r}"})
     if not model_name.strip():

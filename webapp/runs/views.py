@@ -94,7 +94,8 @@ def run_create_view(request: HttpRequest) -> HttpResponse:
             if data.get("prompts_file"):
                 prompts = services.prompts_from_jsonl(data["prompts_file"].read().decode("utf-8", errors="replace"))
             config = form.grpo_config()
-            preflight(version=version, model_name=data["model_name"], config=config, provider=data["provider"])
+            preflight(version=version, model_name=data["model_name"], config=config, provider=data["provider"],
+                      replicas=data["replicas"])  # fmt: skip
             run = services.run_create(
                 team=request.team, user=request.user, env_version=version, model_name=data["model_name"],
                 prompts=prompts, config=config, replicas=data["replicas"], provider=data["provider"],

@@ -1,4 +1,10 @@
-"""`manage.py env list --json` and `manage.py env testdrive SLUG [--version V] --provider process|docker --json`."""
+"""The catalog from the command line.
+
+`manage.py env list --json`
+`manage.py env add --folder PATH | --git URL [--ref REF] [--subdir DIR] | --image NAME | --url URL [--name N]
+    [--env KEY=VALUE ...] [--fixed FIELD=JSON ...] --json`
+`manage.py env testdrive SLUG [--version V] [--tool T --arguments JSON | --action JSON] --provider process|docker`
+"""
 
 from __future__ import annotations
 
@@ -8,8 +14,11 @@ import sys
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from envs.tools import ToolSpec, example_arguments
+from webapp.accounts.models import Team
 from webapp.catalog import services
-from webapp.catalog.models import Environment, EnvironmentVersion
+from webapp.catalog.models import Environment, EnvironmentVersion, SourceKind, Visibility
+from webapp.catalog.version_settings import assignments_parse, names_parse
 
 
 def _version_dict(v: EnvironmentVersion) -> dict:
@@ -17,12 +26,33 @@ def _version_dict(v: EnvironmentVersion) -> dict:
         "label": v.label,
         "source_kind": v.source_kind,
         "source_ref": v.source_ref,
+        "git_ref": v.git_ref,
+        "git_subdir": v.git_subdir,
         "pinned_ref": v.pinned_ref,
         "capacity": v.capacity,
+        "capacity_measured": v.capacity_measured,
+        "capacity_note": v.capacity_note,
+        "effective_capacity": v.effective_capacity,
+        "seeding": v.seeding,
+        "mcp": v.mcp,
+        "settings": v.settings,
+        "dependencies": v.dependencies,
         "tools": v.tools,
         "frozen": v.is_frozen,
         "created_at": v.created_at.isoformat(),
     }
+
+
+def team_resolve(slug: str | None) -> Team:
+    if slug:
+        team = Team.objects.filter(slug=slug).first()
+        if team is None:
+            raise CommandError(f"no team {slug!r}")
+        return team
+    teams = list(Team.objects.order_by("pk")[:2])
+    if len(teams) != 1:
+        raise CommandError("name the team with --team" if teams else "there is no team yet: run bootstrap first")
+    return teams[0]
 
 
 def environment_resolve(slug: str, team: str | None) -> Environment:
@@ -44,19 +74,105 @@ class Command(BaseCommand):
         sub = parser.add_subparsers(dest="action", required=True)
         listing = sub.add_parser("list", help="list environments and their versions")
         listing.add_argument("--json", action="store_true")
+        add = sub.add_parser("add", help="add an environment (or a new version of one) from a source")
+        source = add.add_mutually_exclusive_group(required=True)
+        source.add_argument("--folder", help="an OpenEnv folder on this machine")
+        source.add_argument("--git", help="a git repository URL (file:// works too)")
+        source.add_argument("--image", help="a Docker image")
+        source.add_argument("--url", help="a running server's URL")
+        source.add_argument("--builtin", help="a built-in environment's name")
+        add.add_argument("--ref", default="", help="git branch, tag or commit (default: the default branch)")
+        add.add_argument("--subdir", default="", help="the environment's folder in the repository (envs/echo_env)")
+        add.add_argument("--name", help="the environment's name (default: the folder's name)")
+        add.add_argument("--slug", default="")
+        add.add_argument("--team", help="team slug (default: the only team)")
+        add.add_argument("--version", dest="label", help="version label (default: 1.0.0, or the next number)")
+        add.add_argument("--capacity", type=int, default=64, help="sessions one replica may take (declared)")
+        add.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="server variable")
+        add.add_argument("--fixed", action="append", default=[], metavar="FIELD=JSON",
+                         help="an action field sent with every call and hidden from the model")  # fmt: skip
+        add.add_argument("--observation-fields", help="comma separated fields the model reads")
+        add.add_argument("--reset-args", help="comma separated dataset columns that reach reset()")
+        add.add_argument("--shared", action="store_true", help="share with every team")
+        add.add_argument("--json", action="store_true")
         drive = sub.add_parser("testdrive", help="provision a version, reset, take one step, tear down")
         drive.add_argument("slug")
         drive.add_argument("--version", help="version label (default: the latest)")
         drive.add_argument("--team", help="team slug, when several teams use the same environment slug")
         drive.add_argument("--provider", choices=["process", "docker", "url"])
-        drive.add_argument("--action", help="the step's action as JSON (default: a valid example from the schema)")
+        drive.add_argument("--tool", help="the tool to call (default: the first)")
+        drive.add_argument("--arguments", help="the tool's arguments as JSON (default: a valid example)")
+        drive.add_argument("--action", help="a raw step action as JSON, instead of a tool call")
         drive.add_argument("--seed", type=int, default=0)
         drive.add_argument("--json", action="store_true")
 
     def handle(self, *args, **options) -> None:
         if options["action"] == "list":
             return self.list(options)
+        if options["action"] == "add":
+            return self.add(options)
         return self.testdrive(options)
+
+    def add(self, options) -> None:
+        from tqdm import tqdm
+
+        kind, ref = next((k, options[k]) for k in ("folder", "git", "image", "url", "builtin") if options.get(k))
+        team = team_resolve(options.get("team"))
+        try:
+            settings = {
+                "env": assignments_parse(options["env"], field="env", json_values=False),
+                "fixed": assignments_parse(options["fixed"], field="fixed", json_values=True),
+                "observation_fields": names_parse(options.get("observation_fields")),
+                "reset_args": names_parse(options.get("reset_args")),
+            }
+        except ValidationError as exc:
+            raise CommandError(_messages(exc)) from exc
+        settings = {k: v for k, v in settings.items() if v}
+        if kind == "folder":
+            from pathlib import Path
+
+            ref = str(Path(ref).expanduser().resolve())
+        name = options.get("name") or _default_name(kind, ref, options["subdir"])
+        phases = ["reading the source", "starting the server", "reading its schema", "measuring its capacity",
+                  "checking what reset(seed) does"]  # fmt: skip
+        bar = tqdm(
+            total=len(phases), unit="phase", file=sys.stderr, disable=options["json"] and not sys.stderr.isatty()
+        )
+
+        def progress(message: str) -> None:
+            bar.set_postfix_str(message[:60])
+            if any(message.startswith(p.split(" ")[0]) for p in phases):
+                bar.update(1)
+
+        common = {"user": None, "source_kind": SourceKind(kind).value, "source_ref": ref,
+                  "capacity": options["capacity"], "git_ref": options["ref"], "git_subdir": options["subdir"],
+                  "settings": settings, "progress": progress}  # fmt: skip
+        try:
+            existing = Environment.objects.filter(team=team, slug=options["slug"] or _slug(name)).first()
+            if existing is None:
+                environment = services.environment_create(
+                    team=team, name=name, slug=options["slug"], label=options.get("label") or "1.0.0",
+                    visibility=Visibility.SHARED if options["shared"] else Visibility.TEAM, **common,
+                )  # fmt: skip
+                version = environment.latest_version()
+            else:
+                label = options.get("label") or f"{existing.versions.count() + 1}.0.0"
+                version = services.version_add(environment=existing, label=label, **common)
+        except ValidationError as exc:
+            raise CommandError(_messages(exc)) from exc
+        finally:
+            bar.n = bar.total
+            bar.close()
+        result = {"environment": version.environment.slug, "team": team.slug, "version": _version_dict(version)}
+        if options["json"]:
+            self.stdout.write(json.dumps(result, indent=2, default=str))
+            return
+        tools = ", ".join(t["name"] for t in version.tools)
+        self.stdout.write(
+            f"added {version} · tools: {tools} · capacity {version.capacity} declared, "
+            f"{version.capacity_measured} measured · seed: {version.get_seeding_display()} · "
+            f"dependencies: {version.dependencies.get('status', 'none')}"
+        )
 
     def list(self, options) -> None:
         rows = []
@@ -86,11 +202,24 @@ class Command(BaseCommand):
         version = versions.filter(label=options["version"]).first() if options["version"] else versions.first()
         if version is None:
             raise CommandError(f"{environment.slug} has no version {options['version'] or ''}".strip())
-        action = json.loads(options["action"]) if options["action"] else example_action(version.tools)
+        call: dict = {}
+        try:
+            if options["action"]:
+                call["action"] = json.loads(options["action"])
+            else:
+                tool = options.get("tool") or (version.tools[0]["name"] if version.tools else "")
+                spec = services.version_tool(version, tool)
+                arguments = json.loads(options["arguments"]) if options.get("arguments") else None
+                call.update(tool=tool, arguments=arguments if arguments is not None else example_arguments(spec))
+        except json.JSONDecodeError as exc:
+            raise CommandError(f"not JSON: {exc}") from exc
+        except ValidationError as exc:
+            raise CommandError(_messages(exc)) from exc
+        action = call.get("action") or call
         try:
             drive = services.version_testdrive(
                 version=version,
-                action=action,
+                **call,
                 provider_kind=options["provider"],
                 seed=options["seed"],
                 progress=lambda message: print(f"… {message}", file=sys.stderr, flush=True),
@@ -107,18 +236,32 @@ class Command(BaseCommand):
 
 
 def example_action(tools: list[dict]) -> dict:
-    """A schema-valid action for the first tool: the first enum value, else a plain value of the right type."""
+    """The first tool's wire action with example arguments (kept for scripts that send raw actions)."""
     if not tools:
         return {}
-    action = {}
-    params = tools[0].get("parameters", {})
-    for name in params.get("required", []):
-        prop = params.get("properties", {}).get(name, {})
-        if "enum" in prop:
-            action[name] = prop["enum"][0]
-        elif "default" in prop:
-            action[name] = prop["default"]
-        else:
-            kind = prop.get("type")
-            action[name] = {"integer": 1, "number": 1.0, "boolean": True, "string": "hello"}.get(kind)
-    return action
+    spec = ToolSpec.from_dict(tools[0])
+    return spec.action(example_arguments(spec))
+
+
+def _messages(exc: ValidationError) -> str:
+    if hasattr(exc, "error_dict"):
+        return "; ".join(f"{field}: {' '.join(errors)}" for field, errors in exc.message_dict.items())
+    return "; ".join(exc.messages)
+
+
+def _slug(name: str) -> str:
+    from django.utils.text import slugify
+
+    return slugify(name)
+
+
+def _default_name(kind: str, ref: str, subdir: str) -> str:
+    from pathlib import Path
+
+    if kind == "git":
+        return Path(subdir.strip("/")).name if subdir.strip("/") else Path(ref.rstrip("/")).name.removesuffix(".git")
+    if kind == "folder":
+        return Path(ref).name
+    if kind == "image":
+        return ref.split("/")[-1].split(":")[0]
+    return ref

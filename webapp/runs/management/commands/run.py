@@ -30,6 +30,11 @@ def run_summary(run: Run) -> dict:
         "metric_steps": run.metrics.values("step").distinct().count(),
         "episodes": run.episodes.count(),
         "episodes_with_tool_calls": run.episodes.filter(num_tool_calls__gt=0).count(),
+        "env_tool_calls": run.env_tool_calls,
+        "env_tool_errors": run.env_tool_errors,
+        "env_tool_calls_per_episode": run.env_calls_per_episode,
+        "never_stepped_environment": run.never_stepped,
+        "replicas": run.replicas,
     }
 
 
@@ -45,9 +50,11 @@ class Command(BaseCommand):
         create.add_argument("--model", default="tiny-local")
         create.add_argument("--max-steps", type=int, default=20)
         create.add_argument("--provider", choices=["process", "docker", "url"])
-        create.add_argument("--replicas", type=int, default=1)
+        create.add_argument("--replicas", type=int, default=None, help="default: as many as a step's sessions need")
         create.add_argument("--config", default="{}", help="GRPO settings as JSON, e.g. '{\"num_generations\": 4}'")
         create.add_argument("--name", default="")
+        create.add_argument("--trust-override-reason", default="",
+                            help="why this run may start on a version whose trust check failed")  # fmt: skip
         create.add_argument("--wait", action="store_true", help="wait for the run to finish, with a progress bar")
         create.add_argument("--timeout", type=float, default=3600)
         create.add_argument("--json", action="store_true")
@@ -78,6 +85,7 @@ class Command(BaseCommand):
             run = services.run_create(
                 team=team, user=None, env_version=version, model_name=options["model"], config=config,
                 replicas=options["replicas"], provider=options["provider"], name=options["name"],
+                trust_override_reason=options["trust_override_reason"],
             )  # fmt: skip
         except ValidationError as exc:
             raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from exc
@@ -91,3 +99,6 @@ class Command(BaseCommand):
                               f"{summary['episodes']} episodes)")  # fmt: skip
         if options["wait"] and run.status != "succeeded":
             raise CommandError(f"run {run.pk} ended {run.status}: {run.failure_reason}")
+        if options["wait"] and run.never_stepped:
+            raise CommandError(f"run {run.pk} succeeded but no tool call of its {run.episodes_recorded} episodes "
+                               f"reached the environment: it learned nothing from it")  # fmt: skip

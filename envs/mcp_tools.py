@@ -1,0 +1,107 @@
+"""OpenEnv's MCP environments: recognising them, listing their real tools, reading their tool results.
+
+An MCP environment's action schema is OpenEnv's `CallToolAction` (alone, or in a union with `ListToolsAction`): one
+generic `call_tool(tool_name, arguments)`. Offering that to a model hides every real tool, so Trainyard lists the
+tools once (a `list_tools` step on a /ws session, which any OpenEnv server accepts) and stores one ToolSpec per MCP
+tool; calls then travel as `call_tool` actions on the rollout's own session.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from envs.session import EnvSession
+from envs.tools import SchemaError, ToolSpec, _inline, _resolve, split_docstring
+
+MCP_ACTION_TITLES = {"CallToolAction", "ListToolsAction"}
+
+
+def is_mcp_action_schema(schema: dict[str, Any]) -> bool:
+    """OpenEnv's MCP actions: `CallToolAction` alone, or a union with `ListToolsAction`."""
+    if not isinstance(schema, dict):
+        return False
+    members = schema.get("oneOf") or schema.get("anyOf")
+    models = [_resolve(m, schema) for m in members] if members else [schema]
+    for model in models:
+        properties = model.get("properties") or {}
+        if model.get("title") in MCP_ACTION_TITLES or {"tool_name", "arguments"} <= set(properties):
+            return True
+    return False
+
+
+def tools_from_mcp_listing(listed: list[dict[str, Any]]) -> list[ToolSpec]:
+    """ToolSpecs from an MCP `tools/list` answer (OpenEnv's `input_schema` or MCP's `inputSchema`)."""
+    tools = []
+    for item in listed:
+        name = str(item.get("name") or "")
+        if not re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]*", name):
+            raise SchemaError(f"MCP tool name {name!r} is not an identifier")
+        schema = item.get("input_schema") or item.get("inputSchema") or {"type": "object", "properties": {}}
+        if schema.get("type", "object") != "object":
+            raise SchemaError(f"MCP tool {name}'s input schema is not an object")
+        summary, documented = split_docstring(str(item.get("description") or f"Call {name}."))
+        properties = {}
+        for key, prop in (schema.get("properties") or {}).items():
+            prop = _inline(prop, schema)
+            if not prop.get("description") and key in documented:
+                prop["description"] = documented[key]
+            properties[key] = prop
+        required = [k for k in schema.get("required", []) if k in properties]
+        description = summary or f"Call {name}."
+        parameters = {"type": "object", "properties": properties, "required": required}
+        tools.append(ToolSpec(name=name, description=description, parameters=parameters, mcp=True))
+    names = [t.name for t in tools]
+    if len(set(names)) != len(names):
+        raise SchemaError(f"MCP tool names collide: {names}")
+    return tools
+
+
+def list_mcp_tools(endpoint: str, *, timeout: float = 30.0) -> list[ToolSpec]:
+    """Ask a running MCP environment for its tools over /ws (a `list_tools` step needs no reset)."""
+    with EnvSession(endpoint, timeout=timeout) as session:
+        result = session.step({"type": "list_tools"})
+    listed = result.observation.get("tools")
+    if not isinstance(listed, list):
+        error = (result.observation.get("metadata") or {}).get("error")
+        raise SchemaError(f"the server did not list its MCP tools{': ' + str(error) if error else ''}")
+    if not listed:
+        raise SchemaError("the MCP server lists no tools")
+    return tools_from_mcp_listing(listed)
+
+
+def mcp_result(observation: dict[str, Any]) -> tuple[str, str | None]:
+    """(text for the model, error or None) of an MCP `CallToolObservation`.
+
+    An MCP tool error is a tool error, never a protocol one: OpenEnv reports framework failures (`tool_not_found`,
+    `timeout`, ...) in `error`, and FastMCP reports a tool that raised as a result with `is_error`/`isError`.
+    """
+    error = observation.get("error")
+    if error:
+        if isinstance(error, dict):
+            return "", f"{error.get('error_type', 'error')}: {error.get('message', '')}".strip()
+        return "", str(error)
+    result = observation.get("result")
+    text = mcp_text(result)
+    if isinstance(result, dict) and (result.get("is_error") or result.get("isError")):
+        return "", f"tool error: {text}"
+    return text, None
+
+
+def mcp_text(result: Any) -> str:
+    if isinstance(result, dict):
+        if "data" in result and result["data"] is not None:
+            data = result["data"]
+            return data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
+        content = result.get("content")
+        if isinstance(content, list):
+            texts = [str(c.get("text", "")) for c in content if isinstance(c, dict) and c.get("type") == "text"]
+            if texts:
+                return "\n".join(texts)
+        structured = result.get("structured_content") or result.get("structuredContent")
+        if structured is not None:
+            return json.dumps(structured, ensure_ascii=False, default=str)
+    if isinstance(result, str):
+        return result
+    return json.dumps(result, ensure_ascii=False, default=str)

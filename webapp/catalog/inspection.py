@@ -1,0 +1,160 @@
+"""Inspecting a source before it becomes a version: fetch it (git), install what it declares, start it once, ask it
+what it is, and measure what it really does (capacity, seeds). Nothing is saved here; errors name the form field."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+
+from envs.builtin import builtin_environments, builtin_get, read_manifest
+from envs.dependencies import DependencyError, declared_requirements, environment_python, missing_requirements
+from envs.git_source import GitSourceError, git_resolve
+from envs.measure import CapacityMeasure, measure_capacity, measure_seeding
+from envs.providers import ProvisionError
+from envs.providers.base import content_hash
+from webapp.catalog.deployments import (
+    default_provider_kind,
+    provider_get,
+    source_for,
+    sources_cache_dir,
+    venvs_cache_dir,
+)
+from webapp.catalog.discovery import Discovered, DiscoveryError, discover
+from webapp.catalog.models import SourceKind
+
+
+@dataclass
+class Inspection:
+    discovered: Discovered
+    pinned: str
+    capacity: CapacityMeasure | None = None
+    seeding: str = "unknown"
+    dependencies: dict[str, Any] = field(default_factory=dict)
+    started_with: int | None = None  # the capacity the server accepted to start with (lower than asked, or None)
+
+
+# Built-in folders are identified by their content hash: what one inspection found holds for the process's life.
+_builtin_inspections: dict[str, Inspection] = {}
+
+
+def _pin(source_kind: str, folder: Path | None, commit: str, discovered: Discovered, provider, source_ref: str) -> str:
+    if source_kind == SourceKind.GIT:
+        return "git:" + commit
+    if folder is not None:
+        return "sha256:" + content_hash(folder)
+    if source_kind == SourceKind.IMAGE:
+        image = provider.client.images.get(source_ref)
+        return (image.attrs.get("RepoDigests") or [image.id])[0]
+    return "server:" + str(discovered.metadata.get("version") or "unknown")
+
+
+def _folder_of(source_kind: str, source_ref: str, git_ref: str, git_subdir: str) -> tuple[Path | None, str]:
+    """The environment's folder on this machine (None for images and URLs) and, for git, the pinned commit."""
+    if source_kind == SourceKind.BUILTIN:
+        try:
+            return builtin_get(source_ref).folder, ""
+        except KeyError:
+            raise ValidationError({"source_ref": f"There is no built-in environment {source_ref!r}."}) from None
+    if source_kind == SourceKind.FOLDER:
+        return Path(source_ref).expanduser().resolve(), ""
+    if source_kind == SourceKind.GIT:
+        try:
+            commit = git_resolve(source_ref, git_ref, cache_dir=sources_cache_dir())
+            source = source_for(source_kind="git", source_ref=source_ref, commit=commit, subdir=git_subdir)
+        except GitSourceError as exc:
+            raise ValidationError({"source_ref": f"The repository could not be read: {exc}"}) from exc
+        return Path(source.reference), commit
+    return None, ""
+
+
+def _dependencies(folder: Path, progress: Callable[[str], None]) -> dict[str, Any]:
+    try:
+        requirements = declared_requirements(folder)
+    except DependencyError as exc:
+        raise ValidationError({"source_ref": f"Its declared dependencies cannot be read: {exc}"}) from exc
+    if not requirements:
+        return {"requirements": [], "status": "none"}
+    missing = missing_requirements(requirements)
+    try:
+        environment_python(requirements, cache_dir=venvs_cache_dir(), progress=progress)
+    except DependencyError as exc:
+        raise ValidationError({"source_ref": f"Its dependencies could not be installed: {exc}"}) from exc
+    status = "installed" if missing else "satisfied"
+    return {"requirements": requirements, "installed": missing, "status": status}
+
+
+def version_inspect(
+    *,
+    source_kind: str,
+    source_ref: str,
+    capacity: int = 64,
+    git_ref: str = "",
+    git_subdir: str = "",
+    env: dict[str, str] | None = None,
+    progress: Callable[[str], None] = lambda m: None,
+) -> Inspection:
+    """Start the source once, read its schema and metadata, measure it, tear it down."""
+    if source_kind not in SourceKind.values:
+        raise ValidationError({"source_kind": f"Unknown source kind {source_kind!r}."})
+    if source_kind == SourceKind.BUILTIN and source_ref in {b.slug for b in builtin_environments()}:
+        pinned = "sha256:" + content_hash(builtin_get(source_ref).folder)
+        if pinned in _builtin_inspections and not env:
+            return _builtin_inspections[pinned]
+    progress("fetching the source" if source_kind == SourceKind.GIT else "reading the source")
+    folder, commit = _folder_of(source_kind, source_ref, git_ref, git_subdir)
+    dependencies: dict[str, Any] = {}
+    if folder is not None:
+        if not (folder / "server" / "app.py").exists():
+            raise ValidationError({"source_ref": f"{folder} is not an OpenEnv folder (no server/app.py)."})
+        dependencies = _dependencies(folder, progress)
+    kind = default_provider_kind("folder" if folder is not None else source_kind)
+    provider = provider_get(kind, progress=progress)
+    source = source_for(
+        source_kind="folder" if folder is not None else source_kind,
+        source_ref=str(folder) if folder is not None else source_ref,
+        capacity=capacity,
+        env=env,
+        requirements=dependencies.get("requirements"),
+    )
+    progress(f"starting the server ({kind})")
+    try:
+        deployment = provider.provision(source, replicas=1, labels={"purpose": "inspect"})
+    except ProvisionError as exc:
+        if "ConcurrencyConfigurationError" not in exc.cause or capacity == 1:
+            log = f" (whole log: {exc.log})" if exc.log else ""
+            reason = (exc.cause + log) if exc.cause else str(exc)
+            raise ValidationError({"source_ref": f"The environment did not start: {reason}"}) from exc
+        # A single-session environment (no SUPPORTS_CONCURRENT_SESSIONS) that reads MAX_CONCURRENT_ENVS refuses to
+        # start with more than one: it is a capacity of 1, not a broken server.
+        progress("the server takes one session at a time; starting it with a capacity of 1")
+        return version_inspect(source_kind=source_kind, source_ref=source_ref, capacity=1, git_ref=git_ref,
+                               git_subdir=git_subdir, env=env, progress=progress)  # fmt: skip
+    endpoint = deployment.endpoints[0]
+    timeout = float(settings.TRAINYARD_ENV_STEP_TIMEOUT)
+    try:
+        progress("reading its schema and tools")
+        discovered = discover(endpoint)
+        if folder is not None and (folder / "openenv.yaml").exists():
+            # OpenEnv's /metadata has no field for it: an environment declares randomness in its manifest.
+            manifest = read_manifest(folder)
+            discovered.metadata["stochastic"] = bool(manifest.get("stochastic", False))
+        progress("measuring its capacity")
+        measured = measure_capacity(endpoint, bound=min(capacity, settings.TRAINYARD_CAPACITY_PROBE_LIMIT),
+                                    timeout=timeout)  # fmt: skip
+        progress("checking what reset(seed) does")
+        seeding = measure_seeding(endpoint, tools=discovered.tools, timeout=timeout)
+        pinned = _pin(source_kind, folder, commit, discovered, provider, source_ref)
+    except DiscoveryError as exc:
+        raise ValidationError({"source_ref": f"The server does not describe itself properly: {exc}"}) from exc
+    finally:
+        provider.teardown(deployment)
+    inspection = Inspection(discovered=discovered, pinned=pinned, capacity=measured, seeding=seeding,
+                            dependencies=dependencies, started_with=capacity)  # fmt: skip
+    if source_kind == SourceKind.BUILTIN and not env:
+        _builtin_inspections[pinned] = inspection
+    return inspection

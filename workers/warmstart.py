@@ -1,0 +1,158 @@
+"""Warm starts: a small model taught to call one environment version's tools before GRPO trains it.
+
+A model that never emits a parseable call of an environment's tools gives GRPO nothing to learn from (every run
+"succeeds" with zero environment steps). The tiny model was warmed up on the built-in environments only; a warm
+start repeats that step for any version: synthetic episodes are played against the version's running server with
+valid actions drawn from its own tool schemas (real tool results, real observations), through the very adapter
+class a run uses, so SFT and GRPO see byte-identical prompts and tool lists; then a short SFT (assistant tokens
+only) continues from the base model. The result is cached per version, recipe and base model:
+`tiny-local@<environment>:<version>`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from envs.adapter import ToolFailed
+from envs.trust.actions import random_arguments
+
+WARMSTART_RECIPE = {"conversations": 96, "epochs": 3, "lr": 2e-3, "max_turns": 4, "seed": 4321, "v": 1}
+NAME = re.compile(r"^(?P<base>tiny-local)@(?P<slug>[-\w]+):(?P<label>.+)$")
+
+
+class WarmStartError(Exception):
+    pass
+
+
+def warmstart_name(version) -> str:
+    return f"tiny-local@{version.environment.slug}:{version.label}"
+
+
+def warmstart_key(version, base_dir: Path) -> str:
+    body = json.dumps({"recipe": WARMSTART_RECIPE, "base": base_dir.name, "pinned": version.pinned_ref,
+                       "settings": version.settings, "tools": version.tools,
+                       "description": version.environment.description}, sort_keys=True)  # fmt: skip
+    return hashlib.sha256(body.encode()).hexdigest()[:10]
+
+
+def warmstart_dir(data_dir: Path, version) -> Path:
+    from workers.tiny_model import tiny_model_dir
+
+    base = tiny_model_dir(data_dir)
+    return Path(data_dir) / "models" / "warmstart" / f"v{version.pk}-{warmstart_key(version, base)}"
+
+
+def warmstart_version_for(name: str, team):
+    """The version a `tiny-local@slug:label` name was warm-started on, as `team` sees the catalog (its own
+    environments first, then shared ones); None for any other name."""
+    match = NAME.match(name)
+    if match is None:
+        return None
+    from django.db.models import Case, IntegerField, Q, Value, When
+
+    from webapp.catalog.models import EnvironmentVersion, Visibility
+
+    own_first = Case(When(environment__team=team, then=Value(0)), default=Value(1), output_field=IntegerField())
+    return (
+        EnvironmentVersion.objects.filter(environment__slug=match["slug"], label=match["label"])
+        .filter(Q(environment__team=team) | Q(environment__visibility=Visibility.SHARED))
+        .annotate(own=own_first)
+        .order_by("own")
+        .select_related("environment")
+        .first()
+    )
+
+
+def play_episodes(
+    env_class, *, prompt: str, count: int, seed: int, max_turns: int, progress: Callable[[str, float], None]
+) -> list[dict[str, Any]]:
+    """Conversations played against live servers through `env_class` (an envs.adapter class): the model's turns
+    are valid random calls of the version's tools, the tool turns are what the environment answered."""
+    from transformers.utils import get_json_schema
+
+    schemas = json.dumps([get_json_schema(getattr(env_class, tool.name)) for tool in env_class.tools])
+    rng = random.Random(seed)
+    env = env_class()
+    conversations = []
+    try:
+        for index in range(count):
+            reset_text = env.reset(seed=rng.randint(0, 10**6))
+            messages: list[dict[str, Any]] = [{"role": "user", "content": prompt + reset_text}]
+            for _ in range(rng.randint(1, max_turns)):
+                call = _successful_call(env, rng)
+                if call is None:
+                    break
+                name, arguments, result = call
+                messages.append({"role": "assistant", "content": "", "tool_calls": [
+                    {"type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]})  # fmt: skip
+                messages.append({"role": "tool", "name": name, "content": result})
+                if env.episode is not None and env.episode.done:
+                    break
+            if len(messages) > 1:
+                messages.append({"role": "assistant", "content": "Done."})
+                conversations.append({"messages": messages, "tools": schemas})
+            progress(f"played episode {index + 1}/{count}", 0.1 * (index + 1) / count)
+    finally:
+        env._close()
+    if not conversations:
+        raise WarmStartError("no tool call of this version succeeded: there is nothing to learn from")
+    return conversations
+
+
+def _successful_call(env, rng: random.Random, tries: int = 5) -> tuple[str, dict, str] | None:
+    for _ in range(tries):
+        tool = rng.choice(env.tools)
+        arguments = random_arguments(tool, rng)
+        try:
+            result = getattr(env, tool.name)(**arguments)
+        except ToolFailed:
+            if env.episode is not None and env.episode.error:
+                return None  # the session broke: the episode is over
+            continue
+        return tool.name, arguments, result
+    return None
+
+
+def warm_start(
+    version,
+    *,
+    endpoints: list[str],
+    data_dir: Path,
+    step_timeout: float = 30.0,
+    progress: Callable[[str, float], None] = lambda m, f: None,
+) -> Path:
+    """Play, then SFT from the tiny model; returns the model folder (cached: a second call returns at once)."""
+    import datasets
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from envs.adapter import tool_env_class
+    from envs.prompts import default_prompt
+    from workers.tiny_model import ensure_tiny_model, sft_save
+
+    target = warmstart_dir(data_dir, version)
+    if (target / "config.json").exists():
+        return target
+    base = ensure_tiny_model(Path(data_dir))
+    env_class = tool_env_class(
+        name=version.environment.slug, tools=version.tools, endpoints=endpoints, step_timeout=step_timeout,
+        observation_fields=version.settings.get("observation_fields"), fixed_arguments=version.fixed_fields,
+    )  # fmt: skip
+    prompt = default_prompt(description=version.environment.description, tool_names=[t.name for t in env_class.tools])
+    recipe = WARMSTART_RECIPE
+    conversations = play_episodes(env_class, prompt=prompt, count=recipe["conversations"], seed=recipe["seed"],
+                                  max_turns=recipe["max_turns"], progress=progress)  # fmt: skip
+    datasets.disable_progress_bars()
+    torch.manual_seed(recipe["seed"])
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    model = AutoModelForCausalLM.from_pretrained(base)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return sft_save(model, tokenizer, conversations, target, epochs=recipe["epochs"], lr=recipe["lr"],
+                    seed=recipe["seed"], recipe={**recipe, "base": str(base), "version": str(version)},
+                    progress=progress, warmup_steps=2)  # fmt: skip
