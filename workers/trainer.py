@@ -49,6 +49,15 @@ def model_path(run) -> str:
         from workers.tiny_model import ensure_tiny_model
 
         return str(ensure_tiny_model(Path(settings.DATA_DIR)))
+    from workers.warmstart import NAME, warmstart_dir, warmstart_version_for
+
+    if NAME.match(run.model_name):
+        version = warmstart_version_for(run.model_name, run.team)
+        path = warmstart_dir(Path(settings.DATA_DIR), version) if version is not None else None
+        if path is None or not (path / "config.json").exists():
+            raise RuntimeError(f"{run.model_name} is not warm-started on this machine: run `manage.py model warmstart "
+                               f"--env {run.model_name.split('@', 1)[1].replace(':', ' --version ', 1)}`")  # fmt: skip
+        return str(path)
     return run.model_name  # a Hub id or a local path: from_pretrained takes both
 
 
@@ -176,11 +185,13 @@ def train(run, artifact_dir: Path, stop: threading.Event) -> None:
     if not endpoints:
         raise RuntimeError("the run has no provisioned environment endpoints")
     env_class = tool_env_class(
-        name=version.environment.slug, tools=version.tools, endpoints=endpoints, step_timeout=settings["step_timeout"]
-    )
+        name=version.environment.slug, tools=version.tools, endpoints=endpoints, step_timeout=settings["step_timeout"],
+        reset_columns=version.settings.get("reset_args"), observation_fields=version.settings.get("observation_fields"),
+        fixed_arguments=version.fixed_fields,
+    )  # fmt: skip
     path = model_path(run)
     tokenizer = AutoTokenizer.from_pretrained(path)
-    dataset = Dataset.from_list(build_dataset_rows(run, [t["name"] for t in version.tools]))
+    dataset = Dataset.from_list(build_dataset_rows(run, [t.name for t in env_class.tools]))
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
     Run.objects.filter(pk=run.pk).update(gpu=gpu)
     reward, callback = recording(run, stop)

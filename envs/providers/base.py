@@ -172,6 +172,9 @@ EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?([A-Z]\w*(?:Error|Exception
 MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
 # Modules an OpenEnv server's import fallbacks try after the real import failed (`from models import ...`).
 FALLBACK_MODULES = {"models", "server", "core", "envs", "openenv_core", "client"}
+# Modules whose PyPI package has another name (what OpenEnv's environments import most).
+KNOWN_PACKAGES = {"pyspiel": "open_spiel", "cv2": "opencv-python", "PIL": "pillow", "yaml": "pyyaml",
+                  "sklearn": "scikit-learn", "gym": "gym", "ale_py": "ale-py", "bs4": "beautifulsoup4"}  # fmt: skip
 
 
 def failure_cause(log: str) -> str:
@@ -186,5 +189,8 @@ def failure_cause(log: str) -> str:
     real = [(m, found) for m, found in missing if found and found.group(1).split(".")[0] not in FALLBACK_MODULES]
     if MISSING_MODULE.search(last.group(2)) and real:
         m, found = real[-1]
-        return f"{m.group(1)}: {m.group(2)} (the environment needs the package that provides {found.group(1)!r})"
+        module = found.group(1).split(".")[0]
+        package = KNOWN_PACKAGES.get(module)
+        hint = f"add the PyPI package {package!r}" if package else f"add the package that provides {module!r}"
+        return f"{m.group(1)}: {m.group(2)} ({hint} to the version's requirements)"
     return f"{last.group(1)}: {last.group(2)}".strip()[:500]

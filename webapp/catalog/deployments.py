@@ -61,9 +61,16 @@ def version_source(version, *, capacity: int | None = None, progress: Callable[[
         commit=version.pinned_ref.removeprefix("git:") if version.source_kind == "git" else "",
         subdir=version.git_subdir,
         env=version.server_env,
-        requirements=(version.dependencies or {}).get("requirements") or [],
+        requirements=version_requirements(version),
         progress=progress,
     )
+
+
+def version_requirements(version) -> list[str]:
+    """What the version's folder declares plus what its settings add (a setting may change until a run uses it)."""
+    dependencies = version.dependencies or {}
+    declared = dependencies.get("declared", dependencies.get("requirements") or [])
+    return list(dict.fromkeys([*declared, *(version.settings.get("requirements") or [])]))
 
 
 def default_provider_kind(source_kind: str) -> str:

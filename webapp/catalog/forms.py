@@ -4,35 +4,116 @@ import json
 from typing import Any
 
 from django import forms
+from django.core.exceptions import ValidationError
 
 from envs.builtin import builtin_environments
 from webapp.catalog.models import SourceKind, Visibility
+from webapp.catalog.version_settings import assignments_parse, names_parse
 
 
 def _tags(raw: str) -> list[str]:
     return sorted({t.strip().lower() for t in raw.split(",") if t.strip()})
 
 
-class VersionSourceForm(forms.Form):
+class VersionSettingsForm(forms.Form):
+    """A version's settings as text fields; `version_settings.settings_clean` checks them against the server."""
+
+    env = forms.CharField(
+        required=False, max_length=20_000, label="Server environment variables",
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "OPENSPIEL_GAME=catch"}),
+        help_text="NAME=value, one a line: the server's settings.",
+    )  # fmt: skip
+    fixed = forms.CharField(
+        required=False, max_length=20_000, label="Fixed action fields",
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": 'game_name="catch"'}),
+        help_text="FIELD=JSON, one a line: sent with every call and hidden from the model.",
+    )  # fmt: skip
+    observation_fields = forms.CharField(
+        required=False, max_length=2000, label="Observation fields the model reads",
+        help_text="Comma separated. Blank: every declared field and metadata.",
+    )  # fmt: skip
+    reset_args = forms.CharField(
+        required=False, max_length=2000, label="Dataset columns for reset()",
+        help_text="Comma separated. Blank: every column but the prompt.",
+    )  # fmt: skip
+    requirements = forms.CharField(
+        required=False, max_length=10_000, label="Extra Python packages",
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "open_spiel>=1.5"}),
+        help_text="PyPI requirements, one a line, installed with what the folder declares (its own environment).",
+    )  # fmt: skip
+
+    def settings(self) -> dict[str, Any]:
+        """The raw settings; a line that is not KEY=VALUE is a field error."""
+        data = self.cleaned_data
+        try:
+            raw = {
+                "env": assignments_parse(data.get("env") or "", field="env", json_values=False),
+                "fixed": assignments_parse(data.get("fixed") or "", field="fixed", json_values=True),
+                "observation_fields": names_parse(data.get("observation_fields")),
+                "reset_args": names_parse(data.get("reset_args")),
+                "requirements": [
+                    line.strip() for line in (data.get("requirements") or "").splitlines() if line.strip()
+                ],
+            }
+        except ValidationError as exc:
+            for field, errors in exc.message_dict.items():
+                self.add_error(field, errors)
+            raise
+        return {k: v for k, v in raw.items() if v}
+
+    @staticmethod
+    def initial_for(settings: dict[str, Any]) -> dict[str, str]:
+        return {
+            "env": "\n".join(f"{k}={v}" for k, v in (settings.get("env") or {}).items()),
+            "fixed": "\n".join(f"{k}={json.dumps(v)}" for k, v in (settings.get("fixed") or {}).items()),
+            "observation_fields": ", ".join(settings.get("observation_fields") or []),
+            "reset_args": ", ".join(settings.get("reset_args") or []),
+            "requirements": "\n".join(settings.get("requirements") or []),
+        }
+
+
+class VersionSourceForm(VersionSettingsForm):
     source_kind = forms.ChoiceField(choices=SourceKind.choices, initial=SourceKind.BUILTIN)
     source_ref = forms.CharField(
         max_length=500,
         label="Source",
-        help_text="Built-in name (e.g. guess-number), a folder path on the worker, an image reference, or a URL.",
+        help_text="Built-in name (e.g. guess-number), a folder path on the worker, an image reference, a URL, or a "
+        "git repository URL (https://…, file://…).",
     )
+    git_ref = forms.CharField(required=False, max_length=200, label="Git ref",
+                              help_text="Branch, tag or commit (git sources; blank: the default branch).")  # fmt: skip
+    git_subdir = forms.CharField(required=False, max_length=300, label="Folder in the repository",
+                                 help_text="e.g. envs/echo_env (git sources).")  # fmt: skip
     label = forms.CharField(max_length=50, initial="1.0.0", label="Version")
-    capacity = forms.IntegerField(min_value=1, max_value=4096, initial=64, help_text="Sessions one replica accepts")
+    capacity = forms.IntegerField(min_value=1, max_value=4096, initial=64,
+                                  help_text="Sessions a replica may take (declared; measured when added)")  # fmt: skip
+
+    field_order = ["source_kind", "source_ref", "git_ref", "git_subdir", "label", "capacity", "env", "fixed",
+                   "observation_fields", "reset_args", "requirements"]  # fmt: skip
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         kind, ref = data.get("source_kind"), (data.get("source_ref") or "").strip()
         if kind == SourceKind.URL and not ref.startswith(("http://", "https://")):
             self.add_error("source_ref", "A URL source must start with http:// or https://.")
+        if kind == SourceKind.GIT and not ref.startswith(
+            ("http://", "https://", "file://", "ssh://", "git@", "git://")
+        ):
+            self.add_error("source_ref", "A git source is a repository URL (https://…, ssh://…, git@…, file://…).")
         if kind == SourceKind.BUILTIN and ref not in {b.slug for b in builtin_environments()}:
             names = ", ".join(b.slug for b in builtin_environments())
             self.add_error("source_ref", f"Built-in environments are: {names}.")
         data["source_ref"] = ref
         return data
+
+    def service_arguments(self) -> dict[str, Any]:
+        """Keyword arguments for environment_create/version_add (raises ValidationError on a bad setting line)."""
+        data = self.cleaned_data
+        return {
+            "source_kind": data["source_kind"], "source_ref": data["source_ref"], "label": data["label"],
+            "capacity": data["capacity"], "git_ref": (data.get("git_ref") or "").strip(),
+            "git_subdir": (data.get("git_subdir") or "").strip(), "settings": self.settings(),
+        }  # fmt: skip
 
 
 class EnvironmentCreateForm(VersionSourceForm):
@@ -41,10 +122,15 @@ class EnvironmentCreateForm(VersionSourceForm):
     tags = forms.CharField(required=False, help_text="Comma separated")
     visibility = forms.ChoiceField(choices=Visibility.choices, initial=Visibility.TEAM)
 
-    field_order = ["name", "description", "tags", "visibility", "source_kind", "source_ref", "label", "capacity"]
+    field_order = ["name", "description", "tags", "visibility", *VersionSourceForm.field_order]
 
     def clean_tags(self) -> list[str]:
         return _tags(self.cleaned_data.get("tags", ""))
+
+    def service_arguments(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        return {**super().service_arguments(), "name": data["name"], "description": data["description"],
+                "tags": data["tags"], "visibility": data["visibility"]}  # fmt: skip
 
 
 def _field_for(name: str, prop: dict[str, Any], required: bool) -> forms.Field:

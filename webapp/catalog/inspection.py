@@ -72,20 +72,21 @@ def _folder_of(source_kind: str, source_ref: str, git_ref: str, git_subdir: str)
     return None, ""
 
 
-def _dependencies(folder: Path, progress: Callable[[str], None]) -> dict[str, Any]:
+def _dependencies(folder: Path, extra: list[str], progress: Callable[[str], None]) -> dict[str, Any]:
     try:
-        requirements = declared_requirements(folder)
+        declared = declared_requirements(folder)
     except DependencyError as exc:
         raise ValidationError({"source_ref": f"Its declared dependencies cannot be read: {exc}"}) from exc
+    requirements = list(dict.fromkeys([*declared, *extra]))
     if not requirements:
-        return {"requirements": [], "status": "none"}
+        return {"declared": [], "requirements": [], "status": "none"}
     missing = missing_requirements(requirements)
     try:
         environment_python(requirements, cache_dir=venvs_cache_dir(), progress=progress)
     except DependencyError as exc:
         raise ValidationError({"source_ref": f"Its dependencies could not be installed: {exc}"}) from exc
     status = "installed" if missing else "satisfied"
-    return {"requirements": requirements, "installed": missing, "status": status}
+    return {"declared": declared, "requirements": requirements, "installed": missing, "status": status}
 
 
 def version_inspect(
@@ -96,14 +97,16 @@ def version_inspect(
     git_ref: str = "",
     git_subdir: str = "",
     env: dict[str, str] | None = None,
+    requirements: list[str] | None = None,
     progress: Callable[[str], None] = lambda m: None,
 ) -> Inspection:
-    """Start the source once, read its schema and metadata, measure it, tear it down."""
+    """Start the source once, read its schema and metadata, measure it, tear it down. `requirements` are
+    packages the version's settings add to what the folder declares."""
     if source_kind not in SourceKind.values:
         raise ValidationError({"source_kind": f"Unknown source kind {source_kind!r}."})
     if source_kind == SourceKind.BUILTIN and source_ref in {b.slug for b in builtin_environments()}:
         pinned = "sha256:" + content_hash(builtin_get(source_ref).folder)
-        if pinned in _builtin_inspections and not env:
+        if pinned in _builtin_inspections and not env and not requirements:
             return _builtin_inspections[pinned]
     progress("fetching the source" if source_kind == SourceKind.GIT else "reading the source")
     folder, commit = _folder_of(source_kind, source_ref, git_ref, git_subdir)
@@ -111,7 +114,7 @@ def version_inspect(
     if folder is not None:
         if not (folder / "server" / "app.py").exists():
             raise ValidationError({"source_ref": f"{folder} is not an OpenEnv folder (no server/app.py)."})
-        dependencies = _dependencies(folder, progress)
+        dependencies = _dependencies(folder, list(requirements or []), progress)
     kind = default_provider_kind("folder" if folder is not None else source_kind)
     provider = provider_get(kind, progress=progress)
     source = source_for(
@@ -133,7 +136,8 @@ def version_inspect(
         # start with more than one: it is a capacity of 1, not a broken server.
         progress("the server takes one session at a time; starting it with a capacity of 1")
         return version_inspect(source_kind=source_kind, source_ref=source_ref, capacity=1, git_ref=git_ref,
-                               git_subdir=git_subdir, env=env, progress=progress)  # fmt: skip
+                               git_subdir=git_subdir, env=env, requirements=requirements,
+                               progress=progress)  # fmt: skip
     endpoint = deployment.endpoints[0]
     timeout = float(settings.TRAINYARD_ENV_STEP_TIMEOUT)
     try:
@@ -155,6 +159,6 @@ def version_inspect(
         provider.teardown(deployment)
     inspection = Inspection(discovered=discovered, pinned=pinned, capacity=measured, seeding=seeding,
                             dependencies=dependencies, started_with=capacity)  # fmt: skip
-    if source_kind == SourceKind.BUILTIN and not env:
+    if source_kind == SourceKind.BUILTIN and not env and not requirements:
         _builtin_inspections[pinned] = inspection
     return inspection

@@ -63,7 +63,8 @@ PINNED_FIELDS = ("source_kind", "source_ref", "pinned_ref", "tools", "action_sch
 #   fixed:              {action field: JSON value} sent with every call and hidden from the model
 #   observation_fields: [field, ...] the model reads (absent: every declared field and metadata)
 #   reset_args:         [column, ...] dataset columns that reach reset() (absent: every column but the prompt)
-SETTING_KEYS = ("env", "fixed", "observation_fields", "reset_args")
+#   requirements:       [PyPI requirement, ...] installed beside what the folder declares (open_spiel for pyspiel)
+SETTING_KEYS = ("env", "fixed", "observation_fields", "reset_args", "requirements")
 
 
 class EnvironmentVersion(models.Model):

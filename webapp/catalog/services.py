@@ -116,10 +116,12 @@ def _inspect_with_settings(
     if source.kind == SourceKind.GIT and not source.ref.strip():
         raise ValidationError({"source_ref": "Give the repository's URL."})
     env = (settings or {}).get("env") or {}
-    settings_clean({"env": env}, tools=[], observation_schema={})  # the server starts with them: check them first
+    requirements = (settings or {}).get("requirements") or []
+    # The server starts with these: check them before anything starts.
+    early = settings_clean({"env": env, "requirements": requirements}, tools=[], observation_schema={})
     inspection = version_inspect(source_kind=source.kind, source_ref=source.ref, capacity=source.capacity,
                                  git_ref=source.git_ref, git_subdir=source.git_subdir, env=env,
-                                 progress=progress)  # fmt: skip
+                                 requirements=early.get("requirements"), progress=progress)  # fmt: skip
     cleaned = settings_clean(settings, tools=[t.as_dict() for t in inspection.discovered.tools],
                              observation_schema=inspection.discovered.observation_schema)  # fmt: skip
     if inspection.capacity is not None and inspection.capacity.accepted == 0:
@@ -156,6 +158,18 @@ def _version_save(environment, user, label, source: SourceSpec, inspection: Insp
         from webapp.catalog.trust import trust_check_request
 
         trust_check_request(version=version)
+    return version
+
+
+def version_settings_update(*, version: EnvironmentVersion, user, settings: dict[str, Any]) -> EnvironmentVersion:
+    """Change a version's settings while no run has used it; afterwards they are part of what it is."""
+    if user is not None:
+        membership_require(user=user, team=version.environment.team, role=Role.MEMBER)
+    if version.is_frozen:
+        raise ValidationError({"settings": f"{version} is used by a run: its settings are frozen. Add a new version "
+                               f"with the settings you want."})  # fmt: skip
+    version.settings = settings_clean(settings, tools=version.tools, observation_schema=version.observation_schema)
+    version.save(update_fields=["settings"])
     return version
 
 

@@ -33,7 +33,7 @@ def trust_check_enqueue(report: TrustReport) -> bool:
     try:
         run_trust_check.apply_async(args=[report.pk], queue="default", retry=False)
     except Exception:
-        log.warning("could not queue trust report %s now; it stays pending", report.pk, exc_info=True)
+        log.warning("could not queue trust report %s now (%s); it stays pending", report.pk, "broker unreachable")
         return False
     return True
 

@@ -13,4 +13,5 @@ urlpatterns = [
     path("<int:pk>/versions/new/", views.version_create, name="version-create"),
     path("<int:pk>/versions/<int:version_pk>/testdrive/", views.version_testdrive, name="version-testdrive"),
     path("<int:pk>/versions/<int:version_pk>/trust/", views.version_trust_check, name="version-trust"),
+    path("<int:pk>/versions/<int:version_pk>/settings/", views.version_settings, name="version-settings"),
 ]

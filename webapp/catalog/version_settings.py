@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from packaging.requirements import InvalidRequirement, Requirement
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
@@ -51,7 +52,7 @@ def names_parse(raw: list[str] | str | None) -> list[str] | None:
 def settings_clean(raw: dict[str, Any] | None, *, tools: list[dict], observation_schema: dict) -> dict[str, Any]:
     """The settings a version stores; each error names its key (env, fixed, observation_fields, reset_args)."""
     raw = dict(raw or {})
-    unknown = sorted(set(raw) - {"env", "fixed", "observation_fields", "reset_args"})
+    unknown = sorted(set(raw) - {"env", "fixed", "observation_fields", "reset_args", "requirements"})
     if unknown:
         raise ValidationError({"settings": f"Unknown settings: {', '.join(unknown)}."})
     errors: dict[str, str] = {}
@@ -96,6 +97,25 @@ def settings_clean(raw: dict[str, Any] | None, *, tools: list[dict], observation
                                             f"{', '.join(sorted(declared))}).")  # fmt: skip
         else:
             out["observation_fields"] = shown
+
+    requirements = raw.get("requirements") or []
+    if isinstance(requirements, str):
+        requirements = [line.strip() for line in requirements.splitlines() if line.strip()]
+    if not isinstance(requirements, list) or len(requirements) > MAX_ENTRIES:
+        errors["requirements"] = f"Extra requirements are a list of at most {MAX_ENTRIES} PyPI requirements."
+    else:
+        for line in requirements:
+            try:
+                requirement = Requirement(str(line))
+            except InvalidRequirement as exc:
+                errors["requirements"] = f"{str(line)[:80]!r} is not a requirement: {exc}"
+                break
+            if requirement.url:
+                errors["requirements"] = f"{line!r}: only packages from the package index, not URLs."
+                break
+        else:
+            if requirements:
+                out["requirements"] = [str(line).strip() for line in requirements]
 
     reset_args = names_parse(raw.get("reset_args"))
     if reset_args is not None:

@@ -6,12 +6,13 @@ from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from webapp.accounts.models import Role
 from webapp.accounts.selectors import membership_get, membership_require
 from webapp.catalog import selectors, services
-from webapp.catalog.forms import ActionForm, EnvironmentCreateForm, VersionSourceForm
+from webapp.catalog.forms import ActionForm, EnvironmentCreateForm, VersionSettingsForm, VersionSourceForm
 from webapp.catalog.models import Environment, EnvironmentVersion
 from webapp.catalog.trust import trust_check_request
 
@@ -33,6 +34,8 @@ def _version_or_404(request: HttpRequest, pk: int, version_pk: int) -> Environme
 def _apply_errors(form, exc: ValidationError) -> None:
     if hasattr(exc, "error_dict"):
         for field, errors in exc.message_dict.items():
+            if field in form.errors and field in form.fields:
+                continue  # already on the form (a settings line the form itself refused)
             form.add_error(field if field in form.fields else None, errors)
     else:
         form.add_error(None, exc.messages)
@@ -63,8 +66,32 @@ def environment_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "can_edit": membership is not None and membership.allows(Role.MEMBER),
             "can_test": any(m.allows(Role.MEMBER) for m in request.user.memberships.all()),
             "runs_by_version": _runs_by_version(request, versions),
+            "settings_forms": {
+                v.pk: VersionSettingsForm(initial=VersionSettingsForm.initial_for(v.settings))
+                for v in versions
+                if not v.is_frozen
+            },
         },
     )
+
+
+@login_required
+@require_POST
+def version_settings(request: HttpRequest, pk: int, version_pk: int) -> HttpResponse:
+    version = _version_or_404(request, pk, version_pk)
+    membership_require(user=request.user, team=version.environment.team, role=Role.MEMBER)
+    form = VersionSettingsForm(request.POST)
+    if form.is_valid():
+        try:
+            services.version_settings_update(version=version, user=request.user, settings=form.settings())
+        except ValidationError as exc:
+            _apply_errors(form, exc)
+    if form.errors:
+        errors = "; ".join(f"{field}: {' '.join(messages_)}" for field, messages_ in form.errors.items())
+        messages.error(request, f"Settings of {version} not saved: {errors}")
+    else:
+        messages.success(request, f"Saved the settings of {version}.")
+    return redirect(f"{reverse('catalog:environment-detail', args=[pk])}#version-{version.pk}")
 
 
 def _runs_by_version(request: HttpRequest, versions) -> dict[int, list]:
@@ -88,13 +115,12 @@ def environment_create(request: HttpRequest) -> HttpResponse:
     membership_require(user=request.user, team=request.team, role=Role.MEMBER)
     form = EnvironmentCreateForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
         try:
-            environment = services.environment_create(team=request.team, user=request.user, **data)
+            environment = services.environment_create(team=request.team, user=request.user, **form.service_arguments())
         except ValidationError as exc:
             _apply_errors(form, exc)
         else:
-            messages.success(request, f"Added {environment.name} {data['label']}.")
+            messages.success(request, f"Added {environment.name} {form.cleaned_data['label']}.")
             return redirect("catalog:environment-detail", pk=environment.pk)
     return render(request, "catalog/environment_form.html", {"form": form}, status=400 if form.errors else 200)
 
@@ -106,7 +132,7 @@ def version_create(request: HttpRequest, pk: int) -> HttpResponse:
     form = VersionSourceForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            version = services.version_add(environment=environment, user=request.user, **form.cleaned_data)
+            version = services.version_add(environment=environment, user=request.user, **form.service_arguments())
         except ValidationError as exc:
             _apply_errors(form, exc)
         else:
@@ -128,16 +154,17 @@ def version_testdrive(request: HttpRequest, pk: int, version_pk: int) -> HttpRes
         membership_require(user=request.user, team=version.environment.team, role=Role.MEMBER)
     tools = version.tools or []
     tool_name = request.POST.get("tool") or request.GET.get("tool") or (tools[0]["name"] if tools else "")
-    tool = next((t for t in tools if t["name"] == tool_name), None)
-    if tool is None:
-        raise Http404("This version has no such tool")
+    try:
+        tool = services.version_tool(version, tool_name).as_dict()  # as the model meets it: fixed fields hidden
+    except ValidationError:
+        raise Http404("This version has no such tool") from None
     form = ActionForm(request.POST or None, tool=tool)
     drive = None
     if request.method == "POST" and form.is_valid():
         try:
             drive = services.version_testdrive(
-                version=version, action=form.action(), provider_kind=request.POST.get("provider") or None,
-                seed=form.cleaned_data.get("seed"),
+                version=version, tool=tool["name"], arguments=form.action(),
+                provider_kind=request.POST.get("provider") or None, seed=form.cleaned_data.get("seed"),
             )  # fmt: skip
         except (ValidationError, ValueError) as exc:
             form.add_error(None, exc.messages if isinstance(exc, ValidationError) else str(exc))

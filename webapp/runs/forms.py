@@ -4,12 +4,16 @@ from django import forms
 
 from webapp.runs.grpo import HELP, GRPOSettings
 
-MODEL_HELP = "tiny-local (CPU) is built on this machine; or a Hugging Face Hub id, or a local path on the worker."
+MODEL_HELP = (
+    "tiny-local (CPU) is built on this machine, tiny-local@ENV:VERSION is it warm-started on a version's tools "
+    "(manage.py model warmstart); or a Hugging Face Hub id, or a local path on the worker."
+)
 
 
 class RunCreateForm(forms.Form):
     env_version = forms.ChoiceField(label="Environment version")
-    model_name = forms.CharField(label="Model", initial="tiny-local", max_length=300, help_text=MODEL_HELP)
+    model_name = forms.CharField(label="Model", initial="tiny-local", max_length=300, help_text=MODEL_HELP,
+                                 widget=forms.TextInput(attrs={"list": "model-choices"}))  # fmt: skip
     prompts = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3}),

@@ -17,13 +17,27 @@ from webapp.runs.grpo import GRPOSettings
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def check_model(model_name: str) -> None:
+def check_model(model_name: str, team=None) -> None:
     """The tokenizer must support tool calls. Checked in a subprocess: the web process never imports TRL."""
     if model_name == "tiny-local":
         from workers.tiny_model import tiny_model_dir
 
         if not (tiny_model_dir(settings.DATA_DIR) / "config.json").exists():
             raise ValidationError({"model_name": "tiny-local is not built yet: run `manage.py bootstrap` first."})
+        return
+    from workers.warmstart import NAME, warmstart_dir, warmstart_version_for
+
+    if NAME.match(model_name):
+        version = warmstart_version_for(model_name, team) if team is not None else None
+        if version is None:
+            raise ValidationError({"model_name": f"{model_name} names no environment version you can see."})
+        if not (warmstart_dir(settings.DATA_DIR, version) / "config.json").exists():
+            raise ValidationError(
+                {
+                    "model_name": f"{model_name} is not warm-started yet: run `manage.py model "
+                    f"warmstart --env {version.environment.slug} --version {version.label}`."
+                }
+            )
         return
     result = subprocess.run(
         [sys.executable, "-m", "workers.preflight", model_name], cwd=REPO_ROOT, capture_output=True, text=True,
@@ -56,11 +70,17 @@ def check_environment(version: EnvironmentVersion, provider: str) -> None:
 
 
 def preflight(
-    *, version: EnvironmentVersion, model_name: str, config: dict, provider: str, replicas: int | None = None
+    *,
+    version: EnvironmentVersion,
+    model_name: str,
+    config: dict,
+    provider: str,
+    replicas: int | None = None,
+    team=None,
 ) -> None:
     from webapp.runs.services import provider_for_version, replicas_for_run
 
     settings_ = GRPOSettings.from_dict(config)
     replicas_for_run(version, settings_, replicas, provider_for_version(version, provider))
-    check_model(model_name)
+    check_model(model_name, team or version.environment.team)
     check_environment(version, provider)

@@ -95,7 +95,7 @@ def run_create_view(request: HttpRequest) -> HttpResponse:
                 prompts = services.prompts_from_jsonl(data["prompts_file"].read().decode("utf-8", errors="replace"))
             config = form.grpo_config()
             preflight(version=version, model_name=data["model_name"], config=config, provider=data["provider"],
-                      replicas=data["replicas"])  # fmt: skip
+                      replicas=data["replicas"], team=request.team)  # fmt: skip
             run = services.run_create(
                 team=request.team, user=request.user, env_version=version, model_name=data["model_name"],
                 prompts=prompts, config=config, replicas=data["replicas"], provider=data["provider"],
@@ -108,7 +108,13 @@ def run_create_view(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Queued {run.name}.")
             return redirect(run.get_absolute_url())
-    return render(request, "runs/run_form.html", {"form": form}, status=400 if form.errors else 200)
+    from workers.warmstart import warmstarted_models
+
+    model_choices = [("tiny-local", "built on this machine")] + [
+        (name, f"warm-started on {version}") for name, version in warmstarted_models(versions)
+    ]
+    return render(request, "runs/run_form.html", {"form": form, "model_choices": model_choices},
+                  status=400 if form.errors else 200)  # fmt: skip
 
 
 @login_required

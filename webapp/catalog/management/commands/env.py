@@ -91,6 +91,8 @@ class Command(BaseCommand):
         add.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="server variable")
         add.add_argument("--fixed", action="append", default=[], metavar="FIELD=JSON",
                          help="an action field sent with every call and hidden from the model")  # fmt: skip
+        add.add_argument("--requirement", action="append", default=[], metavar="REQ",
+                         help="an extra PyPI package for the server, beside what its folder declares")  # fmt: skip
         add.add_argument("--observation-fields", help="comma separated fields the model reads")
         add.add_argument("--reset-args", help="comma separated dataset columns that reach reset()")
         add.add_argument("--shared", action="store_true", help="share with every team")
@@ -124,6 +126,7 @@ class Command(BaseCommand):
                 "fixed": assignments_parse(options["fixed"], field="fixed", json_values=True),
                 "observation_fields": names_parse(options.get("observation_fields")),
                 "reset_args": names_parse(options.get("reset_args")),
+                "requirements": options["requirement"],
             }
         except ValidationError as exc:
             raise CommandError(_messages(exc)) from exc

@@ -1,0 +1,85 @@
+"""Models for runs. `manage.py model warmstart --env SLUG [--version V] [--team T] --json` teaches the tiny local model
+to call one version's tools (a short SFT on episodes played against its server), giving `tiny-local@SLUG:V`;
+`manage.py model list --json` lists the models this machine has."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+
+from webapp.catalog.management.commands.env import environment_resolve
+
+
+class Command(BaseCommand):
+    help = "Local models: warm starts of the tiny model on an environment version."
+
+    def add_arguments(self, parser) -> None:
+        sub = parser.add_subparsers(dest="action", required=True)
+        warm = sub.add_parser("warmstart", help="warm-start the tiny model on a version's tools")
+        warm.add_argument("--env", required=True, help="environment slug")
+        warm.add_argument("--version", help="version label (default: the latest)")
+        warm.add_argument("--team", help="team slug, when several teams use the same environment slug")
+        warm.add_argument("--json", action="store_true")
+        listing = sub.add_parser("list", help="models on this machine")
+        listing.add_argument("--json", action="store_true")
+
+    def handle(self, *args, **options) -> None:
+        if options["action"] == "list":
+            return self.list(options)
+        return self.warmstart(options)
+
+    def warmstart(self, options) -> None:
+        from tqdm import tqdm
+
+        from workers.warmstart import WarmStartError, warmstart_name, warmstart_version
+
+        environment = environment_resolve(options["env"], options.get("team"))
+        versions = environment.versions.all()
+        version = versions.filter(label=options["version"]).first() if options["version"] else versions.first()
+        if version is None:
+            raise CommandError(f"{environment.slug} has no version {options['version'] or ''}".strip())
+        bar = tqdm(total=100, unit="%", file=sys.stderr, bar_format="{l_bar}{bar}| {n:.0f}% {postfix}")
+
+        def show(message: str, fraction: float) -> None:
+            bar.n = round(fraction * 100)
+            bar.set_postfix_str(message[:60])
+            bar.refresh()
+
+        try:
+            path = warmstart_version(version, progress=show)
+        except (WarmStartError, Exception) as exc:
+            raise CommandError(f"the warm start failed: {type(exc).__name__}: {exc}") from exc
+        finally:
+            bar.close()
+        result = {
+            "model": warmstart_name(version),
+            "path": str(path),
+            "environment": environment.slug,
+            "version": version.label,
+            "recipe": json.loads((path / "trainyard-recipe.json").read_text()),
+        }
+        if options["json"]:
+            self.stdout.write(json.dumps(result, indent=2))
+        else:
+            self.stdout.write(f"{result['model']} is ready at {path}")
+
+    def list(self, options) -> None:
+        from django.conf import settings
+
+        from webapp.catalog.models import EnvironmentVersion
+        from workers.tiny_model import tiny_model_dir
+        from workers.warmstart import warmstarted_models
+
+        rows = []
+        if (tiny_model_dir(settings.DATA_DIR) / "config.json").exists():
+            rows.append({"model": "tiny-local", "path": str(tiny_model_dir(settings.DATA_DIR))})
+        versions = EnvironmentVersion.objects.select_related("environment")
+        rows += [{"model": name, "environment": v.environment.slug, "version": v.label}
+                 for name, v in warmstarted_models(versions)]  # fmt: skip
+        if options["json"]:
+            self.stdout.write(json.dumps(rows, indent=2))
+        else:
+            for row in rows:
+                self.stdout.write(row["model"])
