@@ -36,6 +36,7 @@ class EnvSource:
     capacity: int = 64  # sessions one replica accepts (MAX_CONCURRENT_ENVS and OPENENV_MAX_SESSIONS)
     env: dict[str, str] = field(default_factory=dict)  # the version's settings for its server
     python: str | None = None  # an interpreter with the environment's own dependencies (envs.dependencies)
+    requirements: tuple[str, ...] = ()  # those dependencies, for providers that install them themselves (docker)
 
     def server_env(self) -> dict[str, str]:
         """Variables every server we start gets: OpenEnv's own capacity variable (which upstream servers read),
@@ -181,10 +182,22 @@ def failure_cause(log: str) -> str:
     """The one line of a server's log that says why it died: its last exception, except that a missing module
     that is the server's own import fallback (`No module named 'models'`) gives way to the missing module that
     started the chain (`No module named 'pyspiel'`)."""
-    exceptions = [m for line in log.splitlines() if (m := EXCEPTION_LINE.match(line.strip()))]
+    lines = log.splitlines()
+    exceptions = [(i, m) for i, line in enumerate(lines) if (m := EXCEPTION_LINE.match(line.strip()))]
     if not exceptions:
         return ""
-    last = exceptions[-1]
+    index, last = exceptions[-1]
+    if not last.group(2).strip():  # the message is on the lines below (NLTK's LookupError)
+        below = [line.strip(" *") for line in lines[index + 1 : index + 8]]
+        message = " ".join(line for line in below if line and not line.startswith(">>>"))[:300]
+        hint = ""
+        if "NLTK Downloader" in message:
+            resource = re.search(r"Resource '?([\w./-]+)'? not found", message)
+            hint = (f" (the server downloads NLTK data at start, and no PyPI package ships NLTK's "
+                    f"{resource.group(1) if resource else 'data'!r}; set NLTK_DATA, a server setting, to a folder on "
+                    f"the worker that holds it)")  # fmt: skip
+        return f"{last.group(1)}: {message}{hint}"
+    exceptions = [m for _, m in exceptions]
     missing = [(m, MISSING_MODULE.search(m.group(2))) for m in exceptions]
     real = [(m, found) for m, found in missing if found and found.group(1).split(".")[0] not in FALLBACK_MODULES]
     if MISSING_MODULE.search(last.group(2)) and real:

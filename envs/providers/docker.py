@@ -9,8 +9,11 @@ by default they sit on an internal bridge network that reaches nothing outside; 
 
 from __future__ import annotations
 
+import shlex
 import socket
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 
 import docker
 import docker.errors
@@ -84,24 +87,33 @@ class DockerProvider:
             return source.reference
         if source.kind != "folder":
             raise ProvisionError(f"the docker provider runs images or environment folders, not a {source.kind} source")
-        if not (source.folder / "Dockerfile").exists():
-            raise ProvisionError(f"{source.folder} has no Dockerfile")
+        own = source.folder / "Dockerfile"
         base = self.resolve_base_image()
         try:
             base_id = self.client.images.get(base).id
         except docker.errors.ImageNotFound:
             base_id = base  # the build will pull it (or fail with a clear message)
-        tag = f"trainyard-env/{source.package.replace('_', '-')}:{content_hash(source.folder, base_id)[:16]}"
+        # A folder without a Dockerfile of its own at the top (OpenEnv's keep theirs in server/, FROM an image of
+        # their registry) gets ours: the same server-only runtime as the built-ins, plus its own requirements.
+        dockerfile = None if own.exists() else generated_dockerfile(source.package, list(source.requirements))
+        digest = content_hash(source.folder, base_id, dockerfile or "", *source.requirements)
+        tag = f"trainyard-env/{source.package.replace('_', '-')}:{digest[:16]}"
         try:
             self.client.images.get(tag)
             return tag
         except docker.errors.ImageNotFound:
             pass
         self.progress(f"building {tag} on {base}")
+        extra = {}
+        if dockerfile is not None:
+            generated = Path(tempfile.mkdtemp(prefix="trainyard-dockerfile-")) / "Dockerfile"
+            generated.write_text(dockerfile)
+            extra["dockerfile"] = str(generated)  # outside the context: docker-py sends it along
         try:
             self.client.images.build(
                 path=str(source.folder),
                 tag=tag,
+                **extra,
                 buildargs={"BASE_IMAGE": base},
                 network_mode="host" if self.network == "host" else None,
                 rm=True,
@@ -224,6 +236,35 @@ class DockerProvider:
             except docker.errors.NotFound:
                 pass
         return removed
+
+
+# Byte for byte the built-ins' line: the engine's layer cache keys on an instruction's text.
+RUNTIME_LAYER = (
+    'RUN python3 -m venv /opt/venv && /opt/venv/bin/pip install --no-cache-dir --no-deps "openenv==0.10.0" \\\n'
+    "    && /opt/venv/bin/pip install --no-cache-dir fastapi uvicorn pydantic websockets requests httpx pyyaml \\\n"
+    "       typing_extensions packaging fastmcp jsonschema\n"
+)
+
+
+def generated_dockerfile(package: str, requirements: list[str]) -> str:
+    """A Dockerfile for an OpenEnv folder that brings none: OpenEnv's server-only runtime (as in the built-ins'
+    Dockerfiles, so the engine shares that layer), the folder's own requirements, the folder as a package."""
+    install = ""
+    if requirements:
+        quoted = " ".join(shlex.quote(r) for r in requirements)
+        install = f"RUN /opt/venv/bin/pip install --no-cache-dir {quoted}\n"
+    return (
+        "ARG BASE_IMAGE=python:3.11-slim\n"
+        "FROM ${BASE_IMAGE}\n"
+        f"{RUNTIME_LAYER}"
+        f"{install}"
+        f"COPY . /app/{package}\n"
+        "ENV PATH=/opt/venv/bin:/usr/local/bin:/usr/bin:/bin PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 "
+        f"HOST=0.0.0.0 PORT=8000 PYTHONPATH=/app/{package}\n"
+        "USER 65532:65532\n"
+        f'CMD ["sh", "-c", "exec uvicorn --app-dir /app {package}.server.app:app '
+        '--host \\"$HOST\\" --port \\"$PORT\\""]\n'
+    )
 
 
 def docker_available(client_factory: Callable[[], docker.DockerClient] = docker.from_env) -> str | None:

@@ -46,9 +46,10 @@ def source_for(
         else:
             folder = Path(source_ref).expanduser().resolve()
         python = None
-        if requirements:
+        if requirements and settings.TRAINYARD_ENV_PROVIDER == "process":
             python = environment_python(requirements, cache_dir=venvs_cache_dir(), progress=progress)
-        return EnvSource("folder", str(folder), capacity=capacity, env=env, python=str(python) if python else None)
+        return EnvSource("folder", str(folder), capacity=capacity, env=env, python=str(python) if python else None,
+                         requirements=tuple(requirements or ()))  # fmt: skip
     return EnvSource(source_kind, source_ref, capacity=capacity, env=env)
 
 
