@@ -23,9 +23,10 @@ from workers.warmstart import warmstart_name, warmstart_version
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 FIXTURE_ENVS = Path(__file__).resolve().parents[1] / "fixtures" / "envs"
-# temperature 0.7: a warm-started tiny model names a real tool about 3 times in 4 at 0.7, 1 in 2 at 1.0.
+# temperature 0.7: a warm-started tiny model names a real tool more often than at 1.0; learning rate 5e-5: at 5e-4 one
+# GRPO step on the coin game taught it to stop calling tools (10-token completions), which is not what this tests.
 SMALL = {"num_generations": 4, "per_device_train_batch_size": 4, "max_completion_length": 192, "temperature": 0.7,
-         "max_tool_calling_iterations": 4, "save_steps": 10, "learning_rate": 5e-4, "max_steps": 3}  # fmt: skip
+         "max_tool_calling_iterations": 4, "save_steps": 10, "learning_rate": 5e-5, "max_steps": 3}  # fmt: skip
 
 
 def git_source(tmp_path: Path) -> tuple[str, str]:
