@@ -40,6 +40,7 @@ class ProbeContext:
     episode_steps: int = 6
     stochastic: bool = False
     observation_schema: dict[str, Any] = field(default_factory=dict)
+    seeding: str = "unknown"  # what reset(seed) does, measured when the version was added (envs.measure)
 
     def session(self, timeout: float | None = None) -> EnvSession:
         return EnvSession(self.endpoint, timeout=timeout or self.step_timeout)
@@ -70,7 +71,13 @@ def _actions(ctx: ProbeContext, seed: int, n: int | None = None) -> list[dict]:
     return [random_action(ctx.tools, rng) for _ in range(n or ctx.episode_steps)]
 
 
+SEEDLESS = ("reset ignores its seed (measured when the version was added): two episodes of one seed never match, "
+            "so comparing them cannot judge this")  # fmt: skip
+
+
 def probe_clean_reset(ctx: ProbeContext) -> ProbeResult:
+    if ctx.seeding == "ignored":
+        return ProbeResult("clean_reset", NOT_APPLICABLE, SEEDLESS)
     with ctx.session() as used:
         used.reset(seed=ctx.seed)
         _play(used, _actions(ctx, ctx.seed))
@@ -90,6 +97,8 @@ def probe_clean_reset(ctx: ProbeContext) -> ProbeResult:
 
 
 def probe_seed_determinism(ctx: ProbeContext) -> ProbeResult:
+    if ctx.seeding == "ignored":
+        return ProbeResult("seed_determinism", NOT_APPLICABLE, SEEDLESS)
     actions = _actions(ctx, ctx.seed + 1)
     runs = []
     for _ in range(2):
@@ -105,6 +114,8 @@ def probe_seed_determinism(ctx: ProbeContext) -> ProbeResult:
 
 
 def probe_session_isolation(ctx: ProbeContext, sessions: int = 4) -> ProbeResult:
+    if ctx.seeding == "ignored":
+        return ProbeResult("session_isolation", NOT_APPLICABLE, SEEDLESS)
     if ctx.capacity < 2:
         return ProbeResult("session_isolation", NOT_APPLICABLE,
                            f"a replica takes {ctx.capacity} session at a time: no two sessions can meet")  # fmt: skip

@@ -75,6 +75,7 @@ def trust_check_run(
             step_timeout=float(settings.TRAINYARD_ENV_STEP_TIMEOUT),
             observation_schema=version.observation_schema,
             stochastic=bool(version.server_metadata.get("stochastic")),
+            seeding=version.seeding,
         )
         results = run_probes(ctx, progress=lambda name, i, n: progress(f"probe {i + 1}/{n}: {name}"))
     except Exception as exc:
