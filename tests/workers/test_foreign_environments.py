@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
+from envs.tools import example_arguments
 from tests.workers.conftest import wait_final
 from webapp.catalog.models import TrustReport
-from webapp.catalog.services import environment_create
+from webapp.catalog.services import environment_create, version_testdrive, version_tool
 from webapp.catalog.trust import trust_check_run
 from webapp.runs.models import Episode, MetricPoint, Status
 from webapp.runs.services import run_create
@@ -61,6 +62,9 @@ def train(team, version, model: str):
 )
 def test_each_pattern_trains_with_real_environment_steps(pattern, acme, tiny_model, live_worker, tmp_path):
     version = add(acme, pattern, tmp_path)
+    tool = version_tool(version, version.tools[0]["name"])
+    drive = version_testdrive(version=version, tool=tool.name, arguments=example_arguments(tool), seed=5)
+    assert drive.error is None and drive.step is not None, drive.error
     report = trust_check_run(report=TrustReport.objects.create(version=version))
     assert report.state == "done", report.error
     warmstart_version(version)
