@@ -46,7 +46,7 @@ def source_for(
         else:
             folder = Path(source_ref).expanduser().resolve()
         python = None
-        if requirements and settings.TRAINYARD_ENV_PROVIDER == "process":
+        if requirements:  # the process provider runs with it; docker installs the same set in its image
             python = environment_python(requirements, cache_dir=venvs_cache_dir(), progress=progress)
         return EnvSource("folder", str(folder), capacity=capacity, env=env, python=str(python) if python else None,
                          requirements=tuple(requirements or ()))  # fmt: skip

@@ -85,3 +85,21 @@ def test_orphans_of_a_run_are_reaped(docker_provider):
     removed = docker_provider.reap(run="test-orphan")
     assert removed == [f"trainyard-{deployment.deployment_id}-0"]
     assert docker_provider.managed_containers(run="test-orphan") == []
+
+
+def test_a_folder_without_a_dockerfile_gets_one_with_its_requirements(docker_provider):
+    """OpenEnv's folders keep their Dockerfile in server/, FROM their registry: ours installs the same set the
+    process provider's virtual environment has (here `roman`, from PyPI) and serves the folder locked down."""
+    from tests.envs.conftest import FIXTURE_ENVS
+
+    source = EnvSource("folder", str(FIXTURE_ENVS / "roman_numerals"), capacity=4, requirements=("roman>=4.0",))
+    deployment = docker_provider.provision(source, labels={"run": "test-43"})
+    try:
+        with EnvSession(deployment.endpoints[0]) as session:
+            assert session.reset(seed=3).observation["numeral"] == "VIII"
+            assert session.step({"value": 3}).observation["message"] == "No: III is 3."
+        (container,) = docker_provider.managed_containers(deployment=deployment.deployment_id)
+        assert container.attrs["Config"]["User"] == "65532:65532"
+        assert "MAX_CONCURRENT_ENVS=4" in container.attrs["Config"]["Env"]
+    finally:
+        docker_provider.teardown(deployment)
