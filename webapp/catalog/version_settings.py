@@ -11,6 +11,8 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from packaging.requirements import InvalidRequirement, Requirement
 
+from webapp.catalog.models import SETTING_KEYS
+
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
 # Set by Trainyard itself on every server: a version may not change how many sessions it is started with.
@@ -52,7 +54,7 @@ def names_parse(raw: list[str] | str | None) -> list[str] | None:
 def settings_clean(raw: dict[str, Any] | None, *, tools: list[dict], observation_schema: dict) -> dict[str, Any]:
     """The settings a version stores; each error names its key (env, fixed, observation_fields, reset_args)."""
     raw = dict(raw or {})
-    unknown = sorted(set(raw) - {"env", "fixed", "observation_fields", "reset_args", "requirements"})
+    unknown = sorted(set(raw) - set(SETTING_KEYS))
     if unknown:
         raise ValidationError({"settings": f"Unknown settings: {', '.join(unknown)}."})
     errors: dict[str, str] = {}
