@@ -5,6 +5,6 @@ from django.urls import path
 from webapp.live.consumers import RunConsumer, RunsListConsumer
 
 websocket_urlpatterns = [
-    path("ws/runs/<int:run_id>/", RunConsumer.as_asgi()),
+    path("ws/runs/<id:run_id>/", RunConsumer.as_asgi()),
     path("ws/runs/", RunsListConsumer.as_asgi()),
 ]

@@ -112,6 +112,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "webapp.accounts.middleware.CurrentTeamMiddleware",
+    "webapp.core.query_params.BadQueryMiddleware",
 ]
 
 ROOT_URLCONF = "webapp.urls"
@@ -208,6 +209,11 @@ TRAINYARD_DOCKER_NETWORK = env_str("TRAINYARD_DOCKER_NETWORK", "trainyard-envs")
 TRAINYARD_ENV_STEP_TIMEOUT = env_int("TRAINYARD_ENV_STEP_TIMEOUT", 30, minimum=1)
 # Sessions the capacity measurement opens at most when a version is added.
 TRAINYARD_CAPACITY_PROBE_LIMIT = env_int("TRAINYARD_CAPACITY_PROBE_LIMIT", 64, minimum=1)
+# A run's prompts (inline or a JSONL file) live in their own table, never in the run row, up to this size.
+TRAINYARD_MAX_PROMPTS_MB = env_int("TRAINYARD_MAX_PROMPTS_MB", 16, minimum=1)
+TRAINYARD_MAX_PROMPT_ROWS = env_int("TRAINYARD_MAX_PROMPT_ROWS", 100_000, minimum=1)
+# Forms may carry inline prompts up to that size; anything larger is a 400 page that says so.
+DATA_UPLOAD_MAX_MEMORY_SIZE = (TRAINYARD_MAX_PROMPTS_MB + 1) * 1_000_000
 # Every new catalog version gets a trust report from a worker.
 TRAINYARD_TRUST_ON_ADD = env_bool("TRAINYARD_TRUST_ON_ADD", True)
 

@@ -7,6 +7,7 @@ from django.urls import include, path
 from webapp.accounts import views as account_views
 from webapp.core import views as core_views
 
+handler400 = "webapp.core.views.bad_request"
 handler403 = "webapp.accounts.views.permission_denied"
 
 urlpatterns = [
@@ -17,12 +18,12 @@ urlpatterns = [
     path("teams/switch/", account_views.team_switch, name="team-switch"),
     path("teams/<slug:slug>/members/", account_views.team_members, name="team-members"),
     path(
-        "teams/<slug:slug>/members/<int:membership_id>/role/",
+        "teams/<slug:slug>/members/<id:membership_id>/role/",
         account_views.membership_role,
         name="membership-role",
     ),
     path(
-        "teams/<slug:slug>/members/<int:membership_id>/remove/",
+        "teams/<slug:slug>/members/<id:membership_id>/remove/",
         account_views.membership_remove,
         name="membership-remove",
     ),

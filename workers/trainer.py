@@ -26,9 +26,10 @@ HEARTBEAT_SECONDS = 5.0
 def build_dataset_rows(run, tool_names: list[str]) -> list[dict[str, Any]]:
     """The run's prompts as conversational rows; with none, the environment's default prompt over seeds."""
     from envs.prompts import default_prompt
+    from webapp.runs.selectors import run_prompts
 
     settings = run.config
-    rows = run.prompts or []
+    rows = run_prompts(run=run)
     if not rows:
         text = default_prompt(description=run.env_version.environment.description, tool_names=tool_names)
         count = max(8, settings["per_device_train_batch_size"] * settings["gradient_accumulation_steps"] * 4)

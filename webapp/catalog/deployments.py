@@ -11,7 +11,7 @@ from django.conf import settings
 from envs.builtin import builtin_get
 from envs.dependencies import environment_python
 from envs.git_source import git_checkout
-from envs.providers import EnvSource, Provider, provider_for
+from envs.providers import EnvSource, Provider, ProvisionError, provider_for
 
 PROVIDER_KINDS = ("process", "docker", "url")
 
@@ -83,16 +83,22 @@ def default_provider_kind(source_kind: str) -> str:
 
 
 def provider_get(kind: str, *, progress=None) -> Provider:
+    """The provider of that kind, or ProvisionError when it cannot work here at all (no Docker engine)."""
     if kind not in PROVIDER_KINDS:
         raise ValueError(f"unknown provider {kind!r}; use one of {', '.join(PROVIDER_KINDS)}")
     if kind == "process":
         return provider_for("process", log_dir=Path(settings.DATA_DIR) / "env-logs")
     if kind == "docker":
-        return provider_for(
-            "docker",
-            base_image=settings.TRAINYARD_DOCKER_BASE_IMAGE,
-            network=settings.TRAINYARD_DOCKER_NETWORK,
-            memory=os.environ.get("TRAINYARD_DOCKER_MEMORY", "1g"),
-            progress=progress,
-        )
+        try:
+            return provider_for(
+                "docker",
+                base_image=settings.TRAINYARD_DOCKER_BASE_IMAGE,
+                network=settings.TRAINYARD_DOCKER_NETWORK,
+                memory=os.environ.get("TRAINYARD_DOCKER_MEMORY", "1g"),
+                progress=progress,
+            )
+        except Exception as exc:  # docker.errors.DockerException: no engine at DOCKER_HOST
+            where = os.environ.get("DOCKER_HOST", "the default socket")
+            cause = f"the Docker engine at {where} is unreachable ({type(exc).__name__})"
+            raise ProvisionError(cause, cause=cause) from exc
     return provider_for("url")

@@ -118,8 +118,8 @@ class VersionSourceForm(VersionSettingsForm):
 
 class EnvironmentCreateForm(VersionSourceForm):
     name = forms.CharField(max_length=100)
-    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False)
-    tags = forms.CharField(required=False, help_text="Comma separated")
+    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=5000)
+    tags = forms.CharField(required=False, max_length=500, help_text="Comma separated")
     visibility = forms.ChoiceField(choices=Visibility.choices, initial=Visibility.TEAM)
 
     field_order = ["name", "description", "tags", "visibility", *VersionSourceForm.field_order]
@@ -141,7 +141,9 @@ def _field_for(name: str, prop: dict[str, Any], required: bool) -> forms.Field:
         return forms.ChoiceField(choices=[(v, v) for v in prop["enum"]], **common)
     kind = prop.get("type")
     if kind == "integer":
-        return forms.IntegerField(min_value=prop.get("minimum"), max_value=prop.get("maximum"), **common)
+        # Without bounds in the schema: what a JSON number holds exactly, so nothing huge reaches the server.
+        lo, hi = prop.get("minimum", -(2**53)), prop.get("maximum", 2**53)
+        return forms.IntegerField(min_value=lo, max_value=hi, **common)
     if kind == "number":
         return forms.FloatField(**common)
     if kind == "boolean":
@@ -161,7 +163,8 @@ class ActionForm(forms.Form):
         required = set(parameters.get("required", []))
         for name, prop in parameters.get("properties", {}).items():
             self.fields[name] = _field_for(name, prop, name in required)
-        self.fields["seed"] = forms.IntegerField(required=False, initial=0, help_text="Seed for reset()")
+        self.fields["seed"] = forms.IntegerField(required=False, initial=0, min_value=0, max_value=2**32 - 1,
+                                                 help_text="Seed for reset()")  # fmt: skip
 
     def action(self) -> dict[str, Any]:
         return {k: v for k, v in self.cleaned_data.items() if k != "seed" and v is not None and v != ""}

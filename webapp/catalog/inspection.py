@@ -116,7 +116,10 @@ def version_inspect(
             raise ValidationError({"source_ref": f"{folder} is not an OpenEnv folder (no server/app.py)."})
         dependencies = _dependencies(folder, list(requirements or []), progress)
     kind = default_provider_kind("folder" if folder is not None else source_kind)
-    provider = provider_get(kind, progress=progress)
+    try:
+        provider = provider_get(kind, progress=progress)
+    except ProvisionError as exc:
+        raise ValidationError({"source_ref": f"The environment cannot start here: {exc.cause}."}) from exc
     source = source_for(
         source_kind="folder" if folder is not None else source_kind,
         source_ref=str(folder) if folder is not None else source_ref,

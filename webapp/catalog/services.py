@@ -271,10 +271,10 @@ def version_testdrive(
     if action is None:
         raise ValidationError({"tool": "Name a tool to call (or give a raw action)."})
     kind = provider_kind or default_provider_kind(version.source_kind)
-    provider = provider_get(kind, progress=progress)
-    source = version_source(version, progress=progress)
     progress(f"provisioning {version} with the {kind} provider")
     try:
+        provider = provider_get(kind, progress=progress)
+        source = version_source(version, progress=progress)
         deployment = provider.provision(source, replicas=1, labels={"purpose": "testdrive"})
     except ProvisionError as exc:
         raise ValidationError(f"The environment did not start: {exc.cause or exc}") from exc

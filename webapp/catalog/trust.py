@@ -26,6 +26,35 @@ def trust_report_latest(version: EnvironmentVersion) -> TrustReport | None:
     return version.trust_reports.order_by("-created_at").first()
 
 
+FINISHED = (TrustReport.State.DONE, TrustReport.State.ERROR)
+
+
+def trust_gate(version: EnvironmentVersion) -> str | None:
+    """Why a run on this version needs a recorded reason, or None when it does not.
+
+    Only the latest *finished* report counts: a re-check that is pending or running does not lift a failure, and
+    a check that errored could not judge, so it does not count as passed either. A version never checked (trust
+    checks on add turned off) has nothing to go by and is not held back."""
+    reports = list(version.trust_reports.order_by("-created_at")[:50])
+    if not reports:
+        return None
+    finished = next((r for r in reports if r.state in FINISHED), None)
+    if finished is not None and finished.verdict == "passed":
+        return None
+    if finished is not None and finished.state == TrustReport.State.ERROR:
+        return f"{version}'s last trust check could not finish ({finished.error[:200] or 'no detail'})"
+    if finished is not None:
+        names = ", ".join(r["name"] for r in finished.failed)
+        waiting = " (a re-check is under way)" if reports[0].state not in FINISHED else ""
+        return f"{version} failed trust probes ({names}){waiting}"
+    return f"{version}'s trust check is still {reports[0].state}; wait for it to pass"
+
+
+def trust_check_under_way(version: EnvironmentVersion) -> bool:
+    report = trust_report_latest(version)
+    return report is not None and report.state not in FINISHED
+
+
 def trust_check_enqueue(report: TrustReport) -> bool:
     """Hand the check to a worker; with the broker down the report stays pending and beat queues it later."""
     from workers.tasks import run_trust_check

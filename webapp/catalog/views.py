@@ -15,6 +15,7 @@ from webapp.catalog import selectors, services
 from webapp.catalog.forms import ActionForm, EnvironmentCreateForm, VersionSettingsForm, VersionSourceForm
 from webapp.catalog.models import Environment, EnvironmentVersion
 from webapp.catalog.trust import trust_check_request
+from webapp.core.query_params import text_param
 
 
 def _environment_or_404(request: HttpRequest, pk: int) -> Environment:
@@ -43,7 +44,7 @@ def _apply_errors(form, exc: ValidationError) -> None:
 
 @login_required
 def environment_list(request: HttpRequest) -> HttpResponse:
-    search, tag = request.GET.get("q", "").strip(), request.GET.get("tag", "").strip()
+    search, tag = text_param(request.GET, "q"), text_param(request.GET, "tag")
     page = Paginator(selectors.environment_list(user=request.user, search=search, tag=tag), 25).get_page(
         request.GET.get("page")
     )
@@ -181,8 +182,9 @@ def version_testdrive(request: HttpRequest, pk: int, version_pk: int) -> HttpRes
 @require_POST
 def version_trust_check(request: HttpRequest, pk: int, version_pk: int) -> HttpResponse:
     version = _version_or_404(request, pk, version_pk)
-    if not any(m.allows(Role.MEMBER) for m in request.user.memberships.all()):
-        membership_require(user=request.user, team=version.environment.team, role=Role.MEMBER)
+    # Checks are the owning team's record of its version: others may view and test-drive a shared one, not queue
+    # work on its behalf.
+    membership_require(user=request.user, team=version.environment.team, role=Role.MEMBER)
     trust_check_request(version=version)
     messages.success(request, f"Trust checks of {version} queued.")
     return redirect("catalog:environment-detail", pk=pk)

@@ -13,18 +13,7 @@ from webapp.runs.models import Episode, MetricPoint, Run
 from webapp.runs.selectors import run_list
 
 LAST_N = 10
-
-
-def parse_run_ids(raw: str) -> list[int]:
-    ids = []
-    for part in raw.replace(" ", "").split(","):
-        if not part:
-            continue
-        if not part.isdigit():
-            raise Http404(f"{part!r} is not a run id")
-        if int(part) not in ids:
-            ids.append(int(part))
-    return ids
+MOST_RUNS = 20  # runs on one compare page
 
 
 def runs_for_compare(*, user, ids: list[int]) -> list[Run]:
@@ -73,7 +62,7 @@ def definition(run: Run) -> dict[str, Any]:
         "model": run.model_name,
         "provider": run.provider,
         "replicas": run.replicas,
-        "prompts": f"{len(run.prompts)} rows" if run.prompts else "environment default",
+        "prompts": f"{run.prompt_count} rows" if run.prompt_count else "environment default",
         "transcripts": run.transcript_policy,
         **{f"grpo.{k}": v for k, v in sorted(run.config.items())},
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -35,9 +36,13 @@ class GRPOSettings:
         for name, value in data.items():
             kind = type(getattr(cls, name))
             try:
-                values[name] = kind(value)
-            except (TypeError, ValueError):
-                errors[name] = f"{name} must be a {kind.__name__}, not {value!r}."
+                number = float(value) if not isinstance(value, bool) else None
+                values[name] = kind(value) if kind is float else int(value)
+                if kind is int and number != values[name]:
+                    raise ValueError
+            except (TypeError, ValueError, OverflowError):
+                noun = "whole number" if kind is int else "number"
+                errors[name] = f"{name} must be a {noun}, not {str(value)[:40]!r}."
         if errors:
             raise ValidationError(errors)
         settings = cls(**values)
@@ -46,11 +51,14 @@ class GRPOSettings:
 
     def validate(self) -> None:
         errors: dict[str, str] = {}
-        positive = ["num_generations", "per_device_train_batch_size", "gradient_accumulation_steps",
-                    "max_completion_length", "max_tool_calling_iterations", "max_steps", "save_steps"]  # fmt: skip
-        for name in positive:
-            if getattr(self, name) < 1:
-                errors[name] = f"{name} must be at least 1."
+        for name, (lo, hi) in BOUNDS.items():
+            value = getattr(self, name)
+            if isinstance(value, float) and not math.isfinite(value):
+                errors[name] = f"{name} must be a finite number."
+            elif not lo <= value <= hi:
+                errors[name] = f"{name} must be between {lo:,} and {hi:,}, not {value:,}."
+        if errors:
+            raise ValidationError(errors)
         if self.num_generations < 2:
             errors["num_generations"] = "GRPO compares completions: num_generations must be at least 2."
         generation_batch = self.per_device_train_batch_size * self.gradient_accumulation_steps
@@ -59,20 +67,33 @@ class GRPOSettings:
                 f"batch size x gradient accumulation ({generation_batch}) must be divisible by num_generations "
                 f"({self.num_generations})."
             )
-        if not 0 < self.learning_rate < 1:
-            errors["learning_rate"] = "learning_rate must be between 0 and 1."
-        if self.beta < 0:
-            errors["beta"] = "beta must not be negative."
-        if not 0 < self.temperature <= 5:
-            errors["temperature"] = "temperature must be in (0, 5]."
-        if self.step_timeout <= 0:
-            errors["step_timeout"] = "step_timeout must be positive."
+        if self.learning_rate <= 0:
+            errors["learning_rate"] = "learning_rate must be above 0."
+        if self.temperature <= 0:
+            errors["temperature"] = "temperature must be above 0."
         if errors:
             raise ValidationError(errors)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+
+# Every setting's bounds (inclusive): generous for real runs, small enough that nothing absurd is queued and every
+# value fits its database column. Forms, the API and the CLI all check against these.
+BOUNDS: dict[str, tuple[int | float, int | float]] = {
+    "learning_rate": (0.0, 1.0),
+    "num_generations": (1, 256),
+    "per_device_train_batch_size": (1, 1024),
+    "gradient_accumulation_steps": (1, 1024),
+    "max_completion_length": (1, 131_072),
+    "max_tool_calling_iterations": (1, 1000),
+    "max_steps": (1, 1_000_000),
+    "beta": (0.0, 100.0),
+    "temperature": (0.0, 5.0),
+    "seed": (0, 2**32 - 1),
+    "save_steps": (1, 1_000_000),
+    "step_timeout": (0.1, 3600.0),
+}
 
 HELP = {
     "learning_rate": "Adam learning rate.",

@@ -50,7 +50,7 @@ class Run(models.Model):
     name = models.CharField(max_length=100)
     env_version = models.ForeignKey(EnvironmentVersion, on_delete=models.PROTECT, related_name="runs")
     model_name = models.CharField(max_length=300, help_text="tiny-local, a Hugging Face Hub id, or a local path")
-    prompts = models.JSONField(default=list, help_text="Dataset rows; every column but `prompt` reaches reset()")
+    prompt_count = models.PositiveIntegerField(default=0, help_text="Rows in its RunPrompts (0: the default)")
     config = models.JSONField(default=dict, help_text="GRPO settings")
     replicas = models.PositiveIntegerField(default=1)
     provider = models.CharField(max_length=20, default="process")
@@ -192,3 +192,14 @@ class RunEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.seq} {self.type}"
+
+
+class RunPrompts(models.Model):
+    """A run's dataset rows, kept apart from the run row so that lists and run pages never load them (a 16 MB
+    prompts file must not slow every runs list of the team). Every column but `prompt` reaches reset()."""
+
+    run = models.OneToOneField(Run, primary_key=True, on_delete=models.CASCADE, related_name="prompt_rows")
+    rows = models.JSONField(default=list)
+
+    def __str__(self) -> str:
+        return f"prompts of run {self.run_id}"

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 
 from webapp.accounts.selectors import team_scope
-from webapp.runs.models import Episode, MetricPoint, Run, RunEvent
+from webapp.runs.models import Episode, MetricPoint, Run, RunEvent, RunPrompts
 
 
 def run_list(*, user) -> QuerySet[Run]:
@@ -12,6 +12,13 @@ def run_list(*, user) -> QuerySet[Run]:
 
 def run_get(*, user, pk: int) -> Run:
     return run_list(user=user).get(pk=pk)
+
+
+def run_prompts(*, run: Run) -> list[dict]:
+    """The run's dataset rows ([] when it trains on the environment's default prompt)."""
+    if not run.prompt_count:
+        return []
+    return RunPrompts.objects.filter(run=run).values_list("rows", flat=True).first() or []
 
 
 def metric_series(*, run: Run, name: str) -> QuerySet[MetricPoint]:

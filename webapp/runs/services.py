@@ -18,8 +18,9 @@ from webapp.catalog.models import EnvironmentVersion
 from webapp.catalog.services import version_mark_used
 from webapp.live.publish import publish
 from webapp.runs.grpo import GRPOSettings
-from webapp.runs.models import FINAL_STATUSES, TIMESTAMP_FIELD, TRANSITIONS, Run, Status
+from webapp.runs.models import FINAL_STATUSES, TIMESTAMP_FIELD, TRANSITIONS, Run, RunPrompts, Status
 from webapp.runs.names import friendly_name
+from webapp.runs.selectors import run_prompts
 
 TINY_MODEL = "tiny-local"
 
@@ -46,14 +47,33 @@ def prompts_from_jsonl(text: str) -> list[dict[str, Any]]:
 
 
 def prompts_normalize(prompts: list[Any] | None) -> list[dict[str, Any]]:
-    """Inline prompts may be plain strings; rows are dicts with `prompt` (a string) and any reset columns."""
+    """Inline prompts may be plain strings; rows are dicts with `prompt` (a string) and any reset columns.
+    Bounded by TRAINYARD_MAX_PROMPT_ROWS rows and TRAINYARD_MAX_PROMPTS_MB of JSON."""
     rows = []
     for item in prompts or []:
-        row = {"prompt": item} if isinstance(item, str) else dict(item)
+        row = {"prompt": item} if isinstance(item, str) else dict(item) if isinstance(item, dict) else {}
         if not isinstance(row.get("prompt"), str) or not row["prompt"].strip():
             raise ValidationError({"prompts": "every prompt needs non-empty text"})
         rows.append(row)
+    if len(rows) > settings.TRAINYARD_MAX_PROMPT_ROWS:
+        raise ValidationError(
+            {"prompts": f"{len(rows):,} prompts; a run takes at most {settings.TRAINYARD_MAX_PROMPT_ROWS:,}."}
+        )
+    size = len(json.dumps(rows))
+    if size > settings.TRAINYARD_MAX_PROMPTS_MB * 1_000_000:
+        raise ValidationError(
+            {"prompts": f"the prompts take {size / 1e6:.1f} MB; a run takes at most "
+                        f"{settings.TRAINYARD_MAX_PROMPTS_MB} MB (TRAINYARD_MAX_PROMPTS_MB)."}
+        )  # fmt: skip
     return rows
+
+
+def text_bounds_check(**fields: tuple[str, int]) -> None:
+    """Each text field within its column's length, or a field error naming it (PostgreSQL would refuse it later)."""
+    errors = {name: f"{name} is {len(value):,} characters long; at most {most:,}." for name, (value, most)
+              in fields.items() if len(value) > most}  # fmt: skip
+    if errors:
+        raise ValidationError(errors)
 
 
 def provider_for_version(version: EnvironmentVersion, wanted: str | None) -> str:
@@ -155,17 +175,16 @@ def run_create(
         raise ValidationError({"provider": f"unknown provider {provider!r}"})
     if not model_name.strip():
         raise ValidationError({"model_name": "name a model: tiny-local, a Hub id or a local path"})
+    text_bounds_check(model_name=(model_name, 300), name=(name, 100), trust_override_reason=(trust_override_reason,
+                      5000), tags=(",".join(tags or []), 500))  # fmt: skip
     rows = prompts_normalize(prompts)
     if transcript_policy not in {"all", "sample"}:
         raise ValidationError({"transcript_policy": "keep 'all' transcripts or a 'sample'"})
-    from webapp.catalog.trust import trust_report_latest
+    from webapp.catalog.trust import trust_gate
 
-    report = trust_report_latest(env_version)
-    if report is not None and report.verdict == "failed" and not trust_override_reason.strip():
-        names = ", ".join(r["name"] for r in report.failed)
-        raise ValidationError(
-            {"trust_override_reason": f"{env_version} failed trust probes ({names}); give a reason to run it anyway."}
-        )
+    held_back = trust_gate(env_version)
+    if held_back and not trust_override_reason.strip():
+        raise ValidationError({"trust_override_reason": f"{held_back}; give a reason to run it anyway."})
     with transaction.atomic():
         number = Run.objects.filter(team=team).count() + 1
         run = Run.objects.create(
@@ -174,7 +193,7 @@ def run_create(
             name=name or friendly_name(number),
             env_version=env_version,
             model_name=model_name.strip(),
-            prompts=rows,
+            prompt_count=len(rows),
             config=settings_.as_dict(),
             replicas=replicas,
             provider=provider,
@@ -184,6 +203,8 @@ def run_create(
             max_steps=settings_.max_steps,
             queued_at=timezone.now(),
         )
+        if rows:
+            RunPrompts.objects.create(run=run, rows=rows)
         version_mark_used(version=env_version)
         publish(run.pk, [("run.status", run_status_payload(run))], team_id=team.pk)
         if start:
@@ -242,7 +263,7 @@ def run_clone(*, run: Run, user, start: bool = True) -> Run:
         user=user,
         env_version=run.env_version,
         model_name=run.model_name,
-        prompts=run.prompts,
+        prompts=run_prompts(run=run),
         config=run.config,
         replicas=run.replicas,
         provider=run.provider,

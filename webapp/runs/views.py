@@ -17,6 +17,7 @@ from webapp.accounts.models import Role
 from webapp.accounts.selectors import membership_get, membership_require
 from webapp.catalog.models import EnvironmentVersion
 from webapp.catalog.selectors import environment_list
+from webapp.core.query_params import LARGEST_STEP, float_param, id_list_param, int_param, text_param
 from webapp.runs import comparison, services
 from webapp.runs.forms import RunCreateForm
 from webapp.runs.grpo import HELP
@@ -38,7 +39,7 @@ def _run_or_404(request: HttpRequest, pk: int) -> Run:
 @login_required
 def run_list_view(request: HttpRequest) -> HttpResponse:
     runs = run_list(user=request.user)
-    status, env, owner, tag, q = (request.GET.get(k, "").strip() for k in ("status", "env", "owner", "tag", "q"))
+    status, env, owner, tag, q = (text_param(request.GET, k) for k in ("status", "env", "owner", "tag", "q"))
     if status:
         runs = runs.filter(status=status)
     if env:
@@ -139,20 +140,11 @@ def run_detail_view(request: HttpRequest, pk: int) -> HttpResponse:
     )
 
 
-def _int_param(request: HttpRequest, name: str) -> int | None:
-    raw = request.GET.get(name, "").strip()
-    if not raw:
-        return None
-    try:
-        return int(float(raw))
-    except ValueError:
-        raise ValidationError({name: f"{name} must be a number"}) from None
-
-
 def series_payload(run: Run, request: HttpRequest) -> dict:
     """Every requested series of a run, min/max-downsampled to at most ~2,000 points over [lo, hi]."""
-    wanted = [n for n in request.GET.get("names", "").split(",") if n] or metric_names(run=run)
-    lo, hi = _int_param(request, "lo"), _int_param(request, "hi")
+    wanted = [n for n in text_param(request.GET, "names", most=5000).split(",") if n] or metric_names(run=run)
+    lo = int_param(request.GET, "lo", lo=0, hi=LARGEST_STEP)
+    hi = int_param(request.GET, "hi", lo=0, hi=LARGEST_STEP)
     return {name: series_downsampled(run.pk, name, lo, hi) for name in wanted}
 
 
@@ -160,10 +152,7 @@ def series_payload(run: Run, request: HttpRequest) -> dict:
 def run_metrics_json(request: HttpRequest, pk: int) -> JsonResponse:
     run = _run_or_404(request, pk)
     last_seq = run.last_seq  # read before the points: anything newer is replayed over the socket
-    try:
-        series = series_payload(run, request)
-    except ValidationError as exc:
-        return JsonResponse({"error": exc.message_dict}, status=400)
+    series = series_payload(run, request)
     return JsonResponse({"run": run.pk, "last_seq": last_seq, "series": series})
 
 
@@ -187,16 +176,15 @@ def episode_dict(e: Episode) -> dict:
 def run_episodes_json(request: HttpRequest, pk: int) -> JsonResponse:
     run = _run_or_404(request, pk)
     episodes = Episode.objects.filter(run=run)
-    try:
-        if request.GET.get("step"):
-            episodes = episodes.filter(step=int(request.GET["step"]))
-        if request.GET.get("min_reward"):
-            episodes = episodes.filter(reward__gte=float(request.GET["min_reward"]))
-        if request.GET.get("max_reward"):
-            episodes = episodes.filter(reward__lte=float(request.GET["max_reward"]))
-        limit = min(500, int(request.GET.get("limit", 100)))
-    except ValueError:
-        return JsonResponse({"error": "step, min_reward, max_reward and limit must be numbers"}, status=400)
+    step = int_param(request.GET, "step", lo=0, hi=LARGEST_STEP)
+    min_reward, max_reward = float_param(request.GET, "min_reward"), float_param(request.GET, "max_reward")
+    limit = int_param(request.GET, "limit", lo=1, hi=500, default=100)
+    if step is not None:
+        episodes = episodes.filter(step=step)
+    if min_reward is not None:
+        episodes = episodes.filter(reward__gte=min_reward)
+    if max_reward is not None:
+        episodes = episodes.filter(reward__lte=max_reward)
     if request.GET.get("errors") == "1":
         episodes = episodes.filter(Q(num_tool_errors__gt=0) | ~Q(error=""))
     rows = list(episodes.order_by("-step", "group", "index_in_group")[:limit])
@@ -244,8 +232,8 @@ def run_resume_view(request: HttpRequest, pk: int) -> HttpResponse:
 
 def _compare_runs(request: HttpRequest) -> list[Run]:
     # ?runs=12,15,19 (a shareable URL) or ?runs=12&runs=15 (the runs list's checkboxes)
-    raw = ",".join(request.GET.getlist("runs"))
-    return comparison.runs_for_compare(user=request.user, ids=comparison.parse_run_ids(raw))
+    ids = id_list_param(request.GET.getlist("runs"), "runs", most=comparison.MOST_RUNS)
+    return comparison.runs_for_compare(user=request.user, ids=ids)
 
 
 @login_required
@@ -271,10 +259,7 @@ def compare_view(request: HttpRequest) -> HttpResponse:
 @login_required
 def compare_metrics_json(request: HttpRequest) -> JsonResponse:
     runs = _compare_runs(request)
-    try:
-        return JsonResponse({"runs": {r.pk: series_payload(r, request) for r in runs}})
-    except ValidationError as exc:
-        return JsonResponse({"error": exc.message_dict}, status=400)
+    return JsonResponse({"runs": {r.pk: series_payload(r, request) for r in runs}})
 
 
 @login_required
@@ -298,7 +283,7 @@ class _Echo:
 def compare_metrics_csv(request: HttpRequest) -> StreamingHttpResponse:
     """Every raw point of the runs (or of ?names=…), streamed: long runs export without loading all in memory."""
     runs = _compare_runs(request)
-    names = [n for n in request.GET.get("names", "").split(",") if n]
+    names = [n for n in text_param(request.GET, "names", most=5000).split(",") if n]
     points = MetricPoint.objects.filter(run__in=runs).order_by("run_id", "name", "step")
     if names:
         points = points.filter(name__in=names)

@@ -100,3 +100,54 @@ def test_a_member_requests_a_check(client_for, alice, acme):
     version = make_version(env)
     assert client_for(alice).post(reverse("catalog:version-trust", args=[env.pk, version.pk])).status_code == 302
     assert TrustReport.objects.get(version=version).state == "pending"
+
+
+def passed_report(version) -> TrustReport:
+    return TrustReport.objects.create(
+        version=version, state="done", results=[{"name": "capacity", "status": "passed", "summary": "ok"}]
+    )
+
+
+@pytest.mark.parametrize("state", ["pending", "running"])
+def test_a_recheck_under_way_does_not_lift_a_failure(acme, alice, guess_version, state):
+    failed_report(guess_version)
+    TrustReport.objects.create(version=guess_version, state=state)  # newer than the failure
+    with pytest.raises(ValidationError) as caught:
+        run_create(team=acme, user=alice, env_version=guess_version, start=False)
+    message = caught.value.message_dict["trust_override_reason"][0]
+    assert "clean_reset" in message and "re-check is under way" in message
+
+
+def test_a_check_that_errored_counts_as_not_passed_even_after_a_pass(acme, alice, guess_version):
+    passed_report(guess_version)
+    TrustReport.objects.create(version=guess_version, state="error", error="the server did not start")
+    with pytest.raises(ValidationError) as caught:
+        run_create(team=acme, user=alice, env_version=guess_version, start=False)
+    assert "could not finish (the server did not start)" in caught.value.message_dict["trust_override_reason"][0]
+
+
+def test_a_first_check_still_pending_holds_the_run_back(acme, alice, guess_version):
+    TrustReport.objects.create(version=guess_version, state="pending")
+    with pytest.raises(ValidationError) as caught:
+        run_create(team=acme, user=alice, env_version=guess_version, start=False)
+    assert "still pending" in caught.value.message_dict["trust_override_reason"][0]
+
+
+def test_the_latest_finished_pass_lets_a_run_start_while_a_recheck_is_pending(acme, alice, guess_version):
+    failed_report(guess_version)
+    passed_report(guess_version)
+    TrustReport.objects.create(version=guess_version, state="pending")
+    assert run_create(team=acme, user=alice, env_version=guess_version, start=False).trust_override_reason == ""
+
+
+def test_charlie_may_testdrive_but_not_check_a_shared_acme_environment(client_for, charlie, acme):
+    from webapp.catalog.models import Environment
+
+    env = Environment.objects.create(team=acme, name="Shared", slug="shared", visibility="shared")
+    version = make_version(env)
+    client = client_for(charlie)
+    assert client.get(reverse("catalog:version-testdrive", args=[env.pk, version.pk])).status_code == 200
+    assert client.post(reverse("catalog:version-trust", args=[env.pk, version.pk])).status_code == 403
+    assert not TrustReport.objects.exists()
+    page = client.get(reverse("catalog:environment-detail", args=[env.pk])).content.decode()
+    assert "Run trust checks" not in page
