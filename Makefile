@@ -25,9 +25,13 @@ setup: $(STAMP)
 demo: setup
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py collectstatic --noinput -v 0
-	$(PY) manage.py bootstrap
-	@echo "Trainyard: http://$${TRAINYARD_HOST:-127.0.0.1}:$${TRAINYARD_PORT:-8000}/  (Ctrl-C stops everything)"
-	$(VENV)/bin/honcho start -f Procfile
+	@# Redis first (the bundled one, unless REDIS_URL names another), so that work queued by bootstrap reaches it;
+	@# it stops with the demo.
+	@$(PY) -m webapp.core.embedded_redis --background
+	@trap '$(PY) -m webapp.core.embedded_redis --stop' EXIT; \
+	  $(PY) manage.py bootstrap && \
+	  echo "Trainyard: http://$${TRAINYARD_HOST:-127.0.0.1}:$${TRAINYARD_PORT:-8000}/  (Ctrl-C stops everything)" && \
+	  $(VENV)/bin/honcho start -f Procfile
 
 # Tests run on the embedded default unless DATABASE_URL / REDIS_URL say otherwise (.ci/run sets them);
 # their data folder is apart from the demo's so a running demo and its worker never see test traffic.

@@ -21,7 +21,17 @@ def pytest_configure(config: pytest.Config) -> None:
     if settings.REDIS_IS_EMBEDDED:
         from webapp.core.embedded_redis import ensure_running
 
-        ensure_running(Path(settings.EMBEDDED_REDIS_SOCKET))
+        config.trainyard_started_redis = ensure_running(Path(settings.EMBEDDED_REDIS_SOCKET))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Tests leave no process behind: the embedded Redis this session started stops with it."""
+    if getattr(config, "trainyard_started_redis", False):
+        from django.conf import settings
+
+        from webapp.core.embedded_redis import stop
+
+        stop(Path(settings.EMBEDDED_REDIS_SOCKET))
 
 
 @pytest.fixture(autouse=True)

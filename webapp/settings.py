@@ -99,6 +99,7 @@ INSTALLED_APPS = [
     "webapp.catalog",
     "webapp.runs",
     "webapp.live",
+    "webapp.fleet",
 ]
 
 MIDDLEWARE = [
@@ -192,7 +193,7 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 12 * 3600}
 CELERY_TASK_ROUTES = {"workers.execute_run": {"queue": "gpu"}}
 CELERY_BEAT_SCHEDULE = {
-    "reap-lost-runs": {"task": "workers.reap_lost_runs", "schedule": 60.0},
+    "reap-lost-runs": {"task": "workers.reap_lost_runs", "schedule": 10.0},
     "requeue-stranded": {"task": "workers.requeue_stranded", "schedule": 60.0},
 }
 
@@ -200,6 +201,9 @@ CELERY_BEAT_SCHEDULE = {
 TRAINYARD_CANCEL_GRACE = env_int("TRAINYARD_CANCEL_GRACE", 20, minimum=0)
 TRAINYARD_HEARTBEAT_TIMEOUT = env_int("TRAINYARD_HEARTBEAT_TIMEOUT", 300, minimum=5)
 TRAINYARD_LOST_AFTER = env_int("TRAINYARD_LOST_AFTER", 120, minimum=10)
+# Workers record a heartbeat row this often; one silent for TRAINYARD_WORKER_LOST_AFTER is gone (its runs fail).
+TRAINYARD_WORKER_BEAT = env_int("TRAINYARD_WORKER_BEAT", 5, minimum=1)
+TRAINYARD_WORKER_LOST_AFTER = env_int("TRAINYARD_WORKER_LOST_AFTER", 30, minimum=3)
 
 # Environments: where their servers run. Docker settings have the ordinary values as defaults; CI here uses
 # host networking and a base image made locally ("local"), since no registry can be reached.
@@ -249,7 +253,10 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"client_errors": {"()": "webapp.core.log_filters.ClientErrorsWithoutTraceback"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["client_errors"]}
+    },
     "root": {"handlers": ["console"], "level": env_str("TRAINYARD_LOG_LEVEL", "INFO")},
     "loggers": {"django.channels.server": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
 }

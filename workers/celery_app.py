@@ -10,3 +10,6 @@ app = Celery("trainyard")
 # Every CELERY_* setting lives in webapp/settings.py, next to the Redis URL it shares with Channels.
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(["workers"], related_name="tasks", force=True)
+
+# Signal handlers of a worker's start and stop: its heartbeat row, and the requeue of work stranded meanwhile.
+from workers import heartbeat, stranded  # noqa: E402,F401

@@ -101,10 +101,13 @@ def provision_and_train(run: Run, provider, deployments: list) -> tuple[str, str
         heartbeat_age=heartbeat_age,
         cooperative_grace=settings.TRAINYARD_CANCEL_GRACE,
         heartbeat_timeout=settings.TRAINYARD_HEARTBEAT_TIMEOUT,
+        environment_dead=lambda: provider.dead_replicas(deployment),
     )
     run.refresh_from_db()
     if outcome.kind == "cancelled" or run.status == Status.CANCELLING:
         return Status.CANCELLED, ""
     if outcome.kind == "succeeded":
         return Status.SUCCEEDED, ""
+    if outcome.reason.startswith("the environment died"):
+        return Status.FAILED, outcome.reason[:2000]
     return Status.FAILED, failure_reason(run, outcome, trainer)

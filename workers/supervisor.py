@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from envs.parent_death import child_environment
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -29,7 +31,7 @@ class TrainerProcess:
             self.popen = subprocess.Popen(
                 [sys.executable, "-m", "workers.trainer", str(run_id)],
                 cwd=REPO_ROOT,
-                env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+                env={**os.environ, "PYTHONUNBUFFERED": "1", **child_environment(), **(env or {})},
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -77,10 +79,13 @@ def supervise(
     kill_grace: float = 10.0,
     heartbeat_timeout: float = 300.0,
     poll_seconds: float = 0.5,
+    environment_dead: Callable[[], list[str]] = lambda: [],
+    environment_every: float = 2.0,
 ) -> Outcome:
     """Watch the trainer until it ends. A cancel is asked cooperatively first (the trainer reads the flag after
-    each step), then escalated; a trainer whose heartbeat stops is killed."""
+    each step), then escalated; a trainer whose heartbeat stops, or whose environment server died, is stopped."""
     cancel_seen_at: float | None = None
+    environment_checked = time.monotonic()
     while True:
         code = trainer.poll()
         if code is not None:
@@ -96,6 +101,13 @@ def supervise(
                 cancel_seen_at = time.monotonic()
             elif time.monotonic() - cancel_seen_at > cooperative_grace:
                 trainer.stop(grace=kill_grace)
+        if time.monotonic() - environment_checked > environment_every:
+            environment_checked = time.monotonic()
+            dead = environment_dead()
+            if dead:
+                # Steps against a dead server only produce errored episodes: stop, and say which server died.
+                trainer.stop(grace=kill_grace)
+                return Outcome("failed", "the environment died: " + "; ".join(dead))
         age = heartbeat_age()
         if age is not None and age > heartbeat_timeout:
             trainer.stop(grace=kill_grace)

@@ -29,13 +29,14 @@ def run_trust_check(report_id: int) -> str:
     report = TrustReport.objects.select_related("version").filter(pk=report_id).first()
     if report is None:  # the version was deleted meanwhile
         return "gone"
+    if report.state != TrustReport.State.PENDING:  # queued twice (a requeue at start): the first one runs it
+        return report.state
     return trust_check_run(report=report).verdict
 
 
 @app.task(name="workers.requeue_stranded", ignore_result=True)
 def requeue_stranded() -> dict[str, list[int]]:
     """Runs and trust checks made while the broker was down."""
-    from webapp.catalog.trust import trust_checks_requeue
-    from webapp.runs.services import runs_requeue
+    from workers.stranded import stranded_requeue
 
-    return {"runs": runs_requeue(), "trust_reports": trust_checks_requeue()}
+    return stranded_requeue(older_than_s=120)

@@ -8,6 +8,7 @@ worker can record the reason.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -65,6 +66,9 @@ def model_path(run) -> str:
 def main(run_id: int) -> int:
     import django
 
+    from envs.parent_death import die_with_parent
+
+    die_with_parent()  # the trainer dies with its worker: an unsupervised run is worse than a failed one
     django.setup()
     from django.utils import timezone
 
@@ -90,7 +94,12 @@ def main(run_id: int) -> int:
     except Exception as exc:
         failure_file.write_text(f"{type(exc).__name__}: {exc}\n\n{traceback.format_exc()[-6000:]}")
         traceback.print_exc()
+        Run.objects.filter(pk=run_id).update(trainer_outcome="failed")
         return 1
+    else:
+        # Its own record of how it ended: if the worker dies now, the reaper still knows the run finished.
+        stopped = stop.is_set() or Run.objects.filter(pk=run_id, cancel_requested_at__isnull=False).exists()
+        Run.objects.filter(pk=run_id).update(trainer_outcome="stopped" if stopped else "succeeded")
     finally:
         stop.set()
         from webapp.live.publish import close_layer
@@ -208,6 +217,11 @@ def train(run, artifact_dir: Path, stop: threading.Event) -> None:
     resume = run.resume_from or None
     if resume and not Path(resume).exists():
         resume = None
+    from webapp.runs.services import run_records_truncate
+
+    # The steps after the checkpoint (or all, from scratch) are played again: their first records go.
+    resumed_at = json.loads((Path(resume) / "trainer_state.json").read_text())["global_step"] if resume else 0
+    run_records_truncate(run, after_step=resumed_at)
     freeze_long_lived_objects()  # model, tokenizer and trainer are built: they live as long as the run
     try:
         trainer.train(resume_from_checkpoint=resume)

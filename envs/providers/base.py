@@ -92,6 +92,10 @@ class Provider(Protocol):
 
     def health(self, deployment: Deployment) -> list[bool]: ...
 
+    def dead_replicas(self, deployment: Deployment) -> list[str]:
+        """Replicas whose server has ended, each as "replica N: how it ended" (cheap: no request to the server)."""
+        ...
+
     def teardown(self, deployment: Deployment) -> None: ...
 
 

@@ -212,6 +212,19 @@ class DockerProvider:
     def health(self, deployment: Deployment) -> list[bool]:
         return [is_healthy(e) for e in deployment.endpoints]
 
+    def dead_replicas(self, deployment: Deployment) -> list[str]:
+        dead = []
+        for index, container_id in enumerate(deployment.handles):
+            try:
+                container = self.client.containers.get(container_id)
+            except docker.errors.NotFound:
+                dead.append(f"replica {index}: its container is gone")
+                continue
+            if container.status in {"exited", "dead"}:
+                code = container.attrs["State"].get("ExitCode")
+                dead.append(f"replica {index}: its container exited ({code}): {self._logs(container_id, 5)[-300:]}")
+        return dead
+
     def teardown(self, deployment: Deployment) -> None:
         for container_id in list(deployment.handles):
             try:

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from envs.parent_death import child_environment
 from envs.providers.base import Deployment, EnvSource, ProvisionError, is_healthy, start_replicas, wait_healthy
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -71,7 +72,7 @@ class ProcessProvider:
         sock.listen(512)
         port = sock.getsockname()[1]
         log_path = self.log_dir / f"{source.package}-{deployment_id}-{index}.log"
-        env = {**os.environ, **source.server_env()}
+        env = {**os.environ, **source.server_env(), **child_environment()}
         # The package alone (`echo_env.server.app`, through a folder holding just a link to it, so that the folder's
         # neighbours never shadow a real package), the repository (our serve module), and the folder itself, last,
         # for upstream servers whose import fallbacks say `from models import ...`.
@@ -122,6 +123,16 @@ class ProcessProvider:
 
     def health(self, deployment: Deployment) -> list[bool]:
         return [is_healthy(endpoint) for endpoint in deployment.endpoints]
+
+    def dead_replicas(self, deployment: Deployment) -> list[str]:
+        dead = []
+        for index, server in enumerate(deployment.handles):
+            code = server.popen.poll() if server.popen is not None else None
+            if code is not None:
+                how = f"killed by signal {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
+                tail = log_tail(server.log_path, 300).strip().splitlines()[-2:]
+                dead.append(f"replica {index}: its server {how}" + (f" ({' | '.join(tail)})" if tail else ""))
+        return dead
 
     def teardown(self, deployment: Deployment) -> None:
         for server in deployment.handles:

@@ -13,6 +13,8 @@ import traceback
 
 import uvicorn
 
+from envs.parent_death import die_with_parent
+
 
 def load_app(target: str):
     """Import `module:attribute` ourselves: uvicorn's importer re-raises `from None`, which drops the chain that
@@ -33,6 +35,7 @@ def main() -> None:
     parser.add_argument("--app", required=True)
     parser.add_argument("--log-level", default="warning")
     args = parser.parse_args()
+    die_with_parent()  # a server started for a worker never outlives it
     sock = socket.socket(fileno=args.fd)
     app = load_app(args.app)
     config = uvicorn.Config(app, log_level=args.log_level, ws_max_size=2**24, timeout_graceful_shutdown=3)

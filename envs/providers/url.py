@@ -31,5 +31,9 @@ class UrlProvider:
     def health(self, deployment: Deployment) -> list[bool]:
         return [is_healthy(e, timeout=self.timeout) for e in deployment.endpoints]
 
+    def dead_replicas(self, deployment: Deployment) -> list[str]:
+        """A server that is not ours: its end shows as failed steps, not here."""
+        return []
+
     def teardown(self, deployment: Deployment) -> None:
         """Nothing to stop: the server is not ours."""

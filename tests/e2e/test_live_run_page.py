@@ -66,4 +66,14 @@ def test_create_a_run_and_watch_it_live(guess_version, runs_finished, tiny_model
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "run-page.png"), full_page=True)
     assert page.locator(".episode .turn.assistant code").count() >= 1  # a tool call with its arguments
+
+    # Cancel: the page comes back (the form's redirect) and then follows the status live, buttons included.
+    assert page.is_visible("#cancel-run") and not page.is_visible("#resume-form button")
+    page.click("#cancel-run")
+    page.wait_for_load_state()
+    page.evaluate("() => { window.notReloaded = true; }")
+    page.wait_for_function("() => window.trainyardRun.status === 'cancelled'", timeout=120_000)
+    assert page.evaluate("() => window.notReloaded") is True
+    assert not page.is_visible("#cancel-run") and page.is_visible("#resume-form button")
+    assert page.inner_text("#run-progress").endswith("%)") and " ·  · " not in page.inner_text(".run-head")
     assert not errors, errors

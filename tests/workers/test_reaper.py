@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from datetime import timedelta
@@ -34,3 +35,78 @@ def test_a_run_whose_worker_died_is_failed_and_its_processes_killed(acme):
         assert not process_alive(orphan.pid)
     finally:
         orphan.kill()
+
+
+def dead_pid() -> int:
+    """A pid that no process has any more."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    return gone.pid
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_whose_trainer_recorded_success_is_not_failed_by_the_reaper(acme):
+    version = register_builtin(acme, "guess-number")
+    run = run_create(team=acme, user=None, env_version=version, start=False)
+    run_transition(run, Status.PROVISIONING)
+    run_transition(run, Status.RUNNING, trainer_outcome="succeeded",
+                   heartbeat_at=timezone.now() - timedelta(minutes=10))  # fmt: skip
+    assert reap_lost_runs(stale_after=120) == [run.pk]
+    run.refresh_from_db()
+    assert run.status == Status.SUCCEEDED and run.failure_reason == ""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_starting_worker_fails_at_once_the_runs_whose_worker_process_is_gone(acme):
+    import socket
+
+    from webapp.fleet.models import Worker
+    from workers.heartbeat import beat
+
+    version = register_builtin(acme, "guess-number")
+    orphan = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
+    try:
+        lost = run_create(team=acme, user=None, env_version=version, start=False)
+        run_transition(lost, Status.PROVISIONING, worker_host=f"{socket.gethostname()}:{dead_pid()}",
+                       heartbeat_at=timezone.now())  # fmt: skip
+        run_transition(lost, Status.RUNNING, trainer_pid=orphan.pid)
+        alive = run_create(team=acme, user=None, env_version=version, start=False)
+        run_transition(alive, Status.PROVISIONING, worker_host=f"{socket.gethostname()}:{os.getpid()}",
+                       heartbeat_at=timezone.now())  # fmt: skip
+        elsewhere = run_create(team=acme, user=None, env_version=version, start=False)
+        run_transition(elsewhere, Status.PROVISIONING, worker_host=f"another-host:{dead_pid()}",
+                       heartbeat_at=timezone.now())  # fmt: skip
+        beat(name="w@here", queues=["default", "gpu"], started_at=timezone.now())
+        orphan.wait(timeout=10)
+        for run in (lost, alive, elsewhere):
+            run.refresh_from_db()
+        assert lost.status == Status.FAILED and "its worker process" in lost.failure_reason
+        assert not process_alive(orphan.pid)
+        assert alive.status == Status.PROVISIONING and elsewhere.status == Status.PROVISIONING
+        row = Worker.objects.get(name="w@here")
+        assert row.host == socket.gethostname() and row.queues == ["default", "gpu"] and row.current_runs == [alive.pk]
+    finally:
+        orphan.kill()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_runs_of_a_host_whose_workers_stopped_beating_are_reaped(acme, settings):
+    from webapp.fleet.models import Worker
+
+    version = register_builtin(acme, "guess-number")
+    long_ago = timezone.now() - timedelta(minutes=5)
+    Worker.objects.create(name="gpu@box-a", host="box-a", pid=10, queues=["gpu"], started_at=long_ago,
+                          seen_at=long_ago)  # fmt: skip
+    Worker.objects.create(name="gpu@box-b", host="box-b", pid=10, queues=["gpu"], started_at=long_ago,
+                          seen_at=timezone.now())  # fmt: skip
+    runs = {}
+    for host in ("box-a", "box-b"):
+        runs[host] = run_create(team=acme, user=None, env_version=version, start=False)
+        run_transition(runs[host], Status.PROVISIONING, worker_host=f"{host}:10", heartbeat_at=timezone.now())
+        run_transition(runs[host], Status.RUNNING, heartbeat_at=timezone.now())
+    from webapp.runs.models import Run
+
+    Run.objects.update(provisioning_at=long_ago)
+    assert reap_lost_runs(stale_after=120) == [runs["box-a"].pk]
+    runs["box-a"].refresh_from_db()
+    assert runs["box-a"].status == Status.FAILED and "no worker on box-a" in runs["box-a"].failure_reason

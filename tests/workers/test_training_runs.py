@@ -121,8 +121,9 @@ def test_a_cancelled_run_resumes_from_its_last_checkpoint(acme, tiny_model, live
     assert resumed_at >= 2
     run = wait_final(run, timeout=600)
     assert run.status == Status.SUCCEEDED, run.failure_reason
-    steps = sorted(set(MetricPoint.objects.filter(run=run, name="reward").values_list("step", flat=True)))
-    assert steps == [1, 2, 3, 4, 5, 6]
+    steps = sorted(MetricPoint.objects.filter(run=run, name="reward").values_list("step", flat=True))
+    assert steps == [1, 2, 3, 4, 5, 6]  # the replayed steps replaced their first records: one point each
+    assert Episode.objects.filter(run=run).count() == run.episodes_recorded == 6 * 4
     assert run.step == 6
     statuses = list(RunEvent.objects.filter(run=run, type="run.status").values_list("payload__status", flat=True))
     assert statuses[-4:] == ["queued", "provisioning", "running", "succeeded"]

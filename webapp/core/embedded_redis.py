@@ -66,10 +66,18 @@ def ensure_running(socket_path: Path, *, timeout: float = 10.0) -> bool:
 
 
 def main() -> None:
+    """Foreground (the Procfile's `redis`); `--background` starts it daemonized unless one answers (`make demo`
+    does, before anything queues work); `--stop` shuts it down (`make demo` on its way out)."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
     from django.conf import settings
 
     socket_path = Path(settings.EMBEDDED_REDIS_SOCKET)
+    if "--background" in sys.argv[1:] or "--stop" in sys.argv[1:]:
+        if settings.REDIS_IS_EMBEDDED and "--stop" in sys.argv[1:]:
+            stop(socket_path)
+        elif settings.REDIS_IS_EMBEDDED:
+            ensure_running(socket_path)
+        return
     if not settings.REDIS_IS_EMBEDDED:
         print(f"REDIS_URL is set ({settings.REDIS_URL}); the embedded redis is not needed.", flush=True)
         # Stay up so a Procfile runner does not take the other processes down with it.

@@ -79,6 +79,9 @@ class Run(models.Model):
     worker_host = models.CharField(max_length=200, blank=True)
     gpu = models.CharField(max_length=200, blank=True)
     trainer_pid = models.IntegerField(null=True, blank=True)
+    trainer_outcome = models.CharField(
+        max_length=20, blank=True, help_text="What the trainer itself recorded at its end: succeeded, stopped, failed"
+    )
     deployment = models.JSONField(default=dict, blank=True)
     resume_from = models.CharField(max_length=500, blank=True, help_text="Checkpoint folder the next start resumes")
     last_seq = models.BigIntegerField(default=0)

@@ -283,7 +283,7 @@ def run_resume(*, run: Run, user, checkpoint: str | None = None) -> Run:
     if run.status not in FINAL_STATUSES:
         raise IllegalTransition(f"{run.name} is {run.status}; only a finished run can resume.")
     found = checkpoint or latest_checkpoint(run_artifact_dir(run))
-    run = run_transition(run, Status.QUEUED, resume_from=str(found or ""))
+    run = run_transition(run, Status.QUEUED, resume_from=str(found or ""), trainer_outcome="")
     run_start(run)
     return run
 
@@ -299,3 +299,32 @@ def run_fail(run: Run, reason: str) -> Run:
     if run.status in FINAL_STATUSES:
         return run
     return run_transition(run, Status.FAILED, reason=reason)
+
+
+def run_records_truncate(run: Run, *, after_step: int) -> dict[str, int]:
+    """Forget what a run recorded after `after_step`: a resume from checkpoint-K replays steps K+1.., and its
+    episodes and metrics replace those of the first attempt instead of being added to them."""
+    from django.db.models import Sum
+
+    from webapp.runs.models import Episode, MetricPoint
+    from webapp.runs.rollups import rollups_rebuild
+
+    with transaction.atomic():
+        episodes = Episode.objects.filter(run=run, step__gt=after_step)
+        counted = episodes.aggregate(calls=Sum("num_tool_calls"), errors=Sum("num_tool_errors"))
+        calls, errors = counted["calls"] or 0, counted["errors"] or 0
+        dropped_episodes = episodes.count()
+        episodes.delete()
+        points = MetricPoint.objects.filter(run=run, step__gt=after_step)
+        names = sorted(set(points.values_list("name", flat=True)))
+        dropped_points = points.delete()[0]
+        for name in names:
+            rollups_rebuild(run.pk, name)
+        fresh = Run.objects.select_for_update().get(pk=run.pk)
+        Run.objects.filter(pk=run.pk).update(
+            step=min(fresh.step, after_step),
+            episodes_recorded=max(0, fresh.episodes_recorded - dropped_episodes),
+            env_tool_calls=max(0, fresh.env_tool_calls - (calls - errors)),
+            env_tool_errors=max(0, fresh.env_tool_errors - errors),
+        )
+    return {"episodes": dropped_episodes, "points": dropped_points}

@@ -27,8 +27,11 @@
   }
   function draw() {
     const el = document.getElementById("compare-chart"); el.innerHTML = "";
-    const opts = { width: el.clientWidth || 900, height: 320,
-      series: [{ label: document.getElementById("xaxis").value }].concat(boot.runs.map((r) => ({ label: r.name, stroke: colour(r.id), width: 1.5, spanGaps: true }))),
+    const byWall = document.getElementById("xaxis").value === "wall_time";
+    // x is a step, or seconds since each run's start: never a date (uPlot's default time scale would show 1970).
+    const opts = { width: el.clientWidth || 900, height: 320, scales: { x: { time: false } },
+      axes: [{ label: byWall ? "seconds since start" : "step" }, {}],
+      series: [{ label: byWall ? "seconds" : "step" }].concat(boot.runs.map((r) => ({ label: r.name, stroke: colour(r.id), width: 1.5, spanGaps: true }))),
       hooks: { setSelect: [async (u) => {
         if (u.select.width < 5 || document.getElementById("xaxis").value !== "step") return;
         range = [Math.floor(u.posToVal(u.select.left, "x")), Math.ceil(u.posToVal(u.select.left + u.select.width, "x"))];

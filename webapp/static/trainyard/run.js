@@ -97,8 +97,28 @@
       const prefix = name.includes("/") ? name.split("/")[0] : "train";
       (groups[prefix] = groups[prefix] || []).push(name);
     }
-    for (const [prefix, names] of Object.entries(groups)) defs.push({ title: prefix, names: names.slice(0, 6) });
+    // Series of very different scales (num_tokens in tens of thousands beside a learning rate) get their own
+    // panel: one chart per prefix and order of magnitude, so no axis reads "0,000".
+    for (const [prefix, names] of Object.entries(groups)) {
+      const byScale = {};
+      for (const name of names) (byScale[magnitude(name)] = byScale[magnitude(name)] || []).push(name);
+      const scales = Object.keys(byScale);
+      for (const scale of scales) {
+        const members = byScale[scale];
+        for (let i = 0; i < members.length; i += 6) {
+          const title = scales.length === 1 ? prefix : `${prefix}: ${members.slice(i, i + 6).join(", ")}`;
+          defs.push({ title, names: members.slice(i, i + 6) });
+        }
+      }
+    }
     return defs;
+  }
+
+  function magnitude(name) {
+    const values = (state.series[name] || { value: [] }).value.filter((v) => v !== null && isFinite(v) && v !== 0);
+    if (!values.length) return 0;
+    const largest = Math.max(...values.map((v) => Math.abs(v)));
+    return Math.floor(Math.log10(largest) / 2);  // buckets two decades wide
   }
 
   function rebuildCharts() {
@@ -199,6 +219,11 @@
     if (msg.reason) { const r = document.getElementById("run-reason"); r.textContent = msg.reason; r.hidden = false; }
     if (msg.status === "running" && !state.startedAt) state.startedAt = Date.now();
     if (msg.max_steps) setProgress(msg);
+    // The buttons follow the live status: Cancel while it can be cancelled, Resume once it has ended.
+    const active = ["queued", "provisioning", "running", "cancelling"].includes(msg.status);
+    const cancel = document.getElementById("cancel-form"), resume = document.getElementById("resume-form");
+    if (cancel) cancel.hidden = !active || msg.status === "cancelling";
+    if (resume) resume.hidden = active;
   }
   function setProgress(msg) {
     const pct = msg.max_steps ? Math.min(100, (100 * msg.step) / msg.max_steps) : 0;
@@ -212,6 +237,7 @@
       const w = reward.wall_time; const perStep = (w[w.length - 1] - w[0]) / (w.length - 1);
       document.getElementById("run-eta").textContent = `ETA ${Math.round(perStep * (msg.max_steps - msg.step))} s`;
     } else document.getElementById("run-eta").textContent = "";
+    document.getElementById("run-eta-item").hidden = !document.getElementById("run-eta").textContent;
   }
 
   function handle(msg) {

@@ -1,0 +1,111 @@
+"""Killed processes, as on a real host: a worker SIGKILLed with its trainer, a worker alone, an environment server.
+Each run ends `failed` with its reason within 30 s while another worker is up (the session's live worker, on the
+same host), and none of its processes remain. Real celery workers, the process provider, the tiny model."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, subprocess_env
+from tests.workers.conftest import process_alive, wait_final, wait_for
+from tests.workers.test_training_runs import SMALL, deployment_pids
+from webapp.runs.models import Episode, Status
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+DEADLINE = 30.0
+
+
+@pytest.fixture
+def victim_worker(django_db_blocker, settings):
+    """A second worker that takes runs from its own queue, in its own process group, so that a test can kill it."""
+    from workers.celery_app import app
+
+    queue = f"victim-{os.getpid()}"
+    name = f"victim-{os.getpid()}@localhost"
+    with django_db_blocker.unblock():
+        env = subprocess_env()
+    log_path = Path(settings.DATA_DIR) / "victim-worker.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "workers", "worker", "-Q", queue, "-c", "1", "-n", name,
+             "--loglevel", "INFO", "--without-gossip", "--without-mingle"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    wait_for(lambda: app.control.ping(destination=[name], timeout=0.5), timeout=60, what="the victim worker")
+    yield proc, queue
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=10)
+
+
+def start_on(queue: str, team, max_steps: int = 200):
+    from tests.webapp.runs.conftest import register_builtin
+    from webapp.runs.services import run_create
+    from workers.tasks import execute_run
+
+    version = register_builtin(team, "guess-number")
+    run = run_create(team=team, user=None, env_version=version, config={**SMALL, "max_steps": max_steps}, start=False)
+    execute_run.apply_async(args=[run.pk], queue=queue)
+    wait_for(lambda: Episode.objects.filter(run=run).exists(), timeout=600, what="the first episodes")
+    run.refresh_from_db()
+    return run
+
+
+def ended_within(run, seconds: float):
+    started = time.monotonic()
+    run = wait_final(run, timeout=seconds)
+    return run, time.monotonic() - started
+
+
+def leftovers(run) -> list[int]:
+    pids = [run.trainer_pid, *deployment_pids(run)]
+    deadline = time.monotonic() + 5  # a process killed by its parent's death is gone a moment later
+    while time.monotonic() < deadline and any(process_alive(p) for p in pids):
+        time.sleep(0.2)
+    return [p for p in pids if process_alive(p)]
+
+
+def test_killing_the_worker_and_its_trainer_fails_the_run_quickly_and_leaves_nothing(
+    acme, tiny_model, live_worker, victim_worker
+):
+    proc, queue = victim_worker
+    run = start_on(queue, acme)
+    os.killpg(proc.pid, signal.SIGKILL)  # the worker and its pool process
+    os.killpg(run.trainer_pid, signal.SIGKILL)
+    run, took = ended_within(run, DEADLINE)
+    assert run.status == Status.FAILED and "worker process" in run.failure_reason and "died" in run.failure_reason
+    assert leftovers(run) == [], f"still running after {took:.0f} s"
+
+
+def test_a_worker_killed_alone_takes_its_trainer_and_servers_with_it(acme, tiny_model, live_worker, victim_worker):
+    proc, queue = victim_worker
+    run = start_on(queue, acme)
+    assert process_alive(run.trainer_pid) and all(process_alive(p) for p in deployment_pids(run))
+    os.killpg(proc.pid, signal.SIGKILL)  # the trainer is not signalled: it must not train on unsupervised
+    assert wait_for(lambda: not process_alive(run.trainer_pid), timeout=5, what="the trainer to die with its worker")
+    run, took = ended_within(run, DEADLINE)
+    assert run.status == Status.FAILED and "worker process" in run.failure_reason
+    assert leftovers(run) == [], f"still running after {took:.0f} s"
+
+
+def test_a_killed_environment_server_fails_the_run_with_the_reason(acme, tiny_model, live_worker):
+    from tests.workers.test_training_runs import start_run
+
+    run = start_run(acme, max_steps=200)
+    wait_for(lambda: Episode.objects.filter(run=run).exists(), timeout=600, what="the first episodes")
+    run.refresh_from_db()
+    os.kill(deployment_pids(run)[0], signal.SIGKILL)
+    run, took = ended_within(run, DEADLINE)
+    assert run.status == Status.FAILED
+    assert "the environment died: replica 0: its server killed by signal SIGKILL" in run.failure_reason
+    assert leftovers(run) == [], f"still running after {took:.0f} s"

@@ -1,0 +1,118 @@
+"""A worker's heartbeat: every few seconds its row in the fleet table (host, GPUs, queues, the runs it executes),
+and a look at the runs recorded on its host whose worker process is gone, which it fails at once (their trainer
+and environment servers have died with that process; anything left is killed). A restarted worker therefore cleans
+up after the one before it in its first beat, and any live worker on the host does it within one beat."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+
+import psutil
+from celery.signals import worker_ready, worker_shutdown
+
+log = logging.getLogger(__name__)
+
+_stop = threading.Event()
+
+
+def worker_gpus() -> list[int]:
+    """TRAINYARD_GPUS ("0,1"), else CUDA_VISIBLE_DEVICES, else none: a CPU worker."""
+    raw = os.environ.get("TRAINYARD_GPUS", os.environ.get("CUDA_VISIBLE_DEVICES", ""))
+    return [int(part) for part in raw.replace(" ", "").split(",") if part.isdigit()]
+
+
+def process_gone(pid: int, *, started_before: float | None = None) -> bool:
+    """True when no such process runs, or only a zombie, or a newer process that reuses the pid (a restarted
+    container numbers its processes the same way)."""
+    try:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return True
+        return started_before is not None and process.create_time() > started_before + 1
+    except psutil.NoSuchProcess:
+        return True
+
+
+def orphaned_runs(host: str) -> list:
+    """Active runs recorded on this host whose executing worker process is gone."""
+    from webapp.runs.models import Run, Status
+
+    active = Run.objects.filter(
+        status__in=[Status.PROVISIONING, Status.RUNNING, Status.CANCELLING], worker_host__startswith=f"{host}:"
+    )
+    found = []
+    for run in active:
+        pid = run.worker_host.rsplit(":", 1)[1]
+        started = run.provisioning_at.timestamp() if run.provisioning_at else None
+        if pid.isdigit() and process_gone(int(pid), started_before=started):
+            found.append(run)
+    return found
+
+
+def beat(*, name: str, queues: list[str], started_at) -> None:
+    from django.utils import timezone
+
+    from webapp.fleet.models import Worker
+    from webapp.runs.models import Run, Status
+    from workers.reaper import run_reap
+
+    host = socket.gethostname()
+    for run in orphaned_runs(host):
+        log.warning("run %s: its worker process %s is gone; failing it", run.pk, run.worker_host)
+        run_reap(run, f"its worker process ({run.worker_host}) died")
+    mine = {str(os.getpid())} | {str(child.pid) for child in psutil.Process().children(recursive=True)}
+    current = [
+        run_id
+        for run_id, where in Run.objects.filter(
+            status__in=[Status.PROVISIONING, Status.RUNNING, Status.CANCELLING], worker_host__startswith=f"{host}:"
+        ).values_list("pk", "worker_host")
+        if where.rsplit(":", 1)[1] in mine
+    ]
+    Worker.objects.update_or_create(
+        name=name,
+        defaults={"host": host, "pid": os.getpid(), "queues": queues, "gpus": worker_gpus(), "current_runs": current,
+                  "started_at": started_at, "seen_at": timezone.now()},
+    )  # fmt: skip
+
+
+def beat_forever(*, name: str, queues: list[str], interval: float) -> None:
+    from django.db import close_old_connections
+    from django.utils import timezone
+
+    started_at = timezone.now()
+    while True:
+        try:
+            close_old_connections()
+            beat(name=name, queues=queues, started_at=started_at)
+        except Exception:
+            log.exception("worker heartbeat failed; trying again in %.0f s", interval)
+        if _stop.wait(interval):
+            return
+
+
+@worker_ready.connect
+def _start_beating(sender, **kwargs) -> None:
+    from django.conf import settings
+
+    queues = sorted(q.name for q in sender.task_consumer.queues) if sender.task_consumer else []
+    threading.Thread(
+        target=beat_forever,
+        kwargs={"name": sender.hostname, "queues": queues, "interval": settings.TRAINYARD_WORKER_BEAT},
+        daemon=True,
+        name="trainyard-heartbeat",
+    ).start()
+
+
+@worker_shutdown.connect
+def _stop_beating(sender, **kwargs) -> None:
+    """A worker that stops cleanly leaves the fleet at once; one that dies ages out of it."""
+    _stop.set()
+    try:
+        from webapp.fleet.models import Worker
+
+        Worker.objects.filter(name=sender.hostname).delete()
+    except Exception:
+        log.warning("could not remove this worker's heartbeat row", exc_info=True)
