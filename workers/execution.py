@@ -110,4 +110,10 @@ def provision_and_train(run: Run, provider, deployments: list) -> tuple[str, str
         return Status.SUCCEEDED, ""
     if outcome.reason.startswith("the environment died"):
         return Status.FAILED, outcome.reason[:2000]
+    dead = provider.dead_replicas(deployment)
+    if dead:  # the trainer failed because its environment died first: say that, then what the trainer saw
+        return (
+            Status.FAILED,
+            f"the environment died: {'; '.join(dead)} (the trainer: {failure_reason(run, outcome, trainer)})"[:2000],
+        )
     return Status.FAILED, failure_reason(run, outcome, trainer)
