@@ -100,6 +100,7 @@ INSTALLED_APPS = [
     "webapp.runs",
     "webapp.live",
     "webapp.fleet",
+    "webapp.jobs",
 ]
 
 MIDDLEWARE = [
@@ -201,6 +202,8 @@ CELERY_BEAT_SCHEDULE = {
 TRAINYARD_CANCEL_GRACE = env_int("TRAINYARD_CANCEL_GRACE", 20, minimum=0)
 TRAINYARD_HEARTBEAT_TIMEOUT = env_int("TRAINYARD_HEARTBEAT_TIMEOUT", 300, minimum=5)
 TRAINYARD_LOST_AFTER = env_int("TRAINYARD_LOST_AFTER", 120, minimum=10)
+# A job (pre-flight, test drive) still running after this long lost its worker: it fails, saying so.
+TRAINYARD_JOB_LOST_AFTER = env_int("TRAINYARD_JOB_LOST_AFTER", 1800, minimum=60)
 # Workers record a heartbeat row this often; one silent for TRAINYARD_WORKER_LOST_AFTER is gone (its runs fail).
 TRAINYARD_WORKER_BEAT = env_int("TRAINYARD_WORKER_BEAT", 5, minimum=1)
 TRAINYARD_WORKER_LOST_AFTER = env_int("TRAINYARD_WORKER_LOST_AFTER", 30, minimum=3)
@@ -254,9 +257,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "filters": {"client_errors": {"()": "webapp.core.log_filters.ClientErrorsWithoutTraceback"}},
-    "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["client_errors"]}
-    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["client_errors"]}},
     "root": {"handlers": ["console"], "level": env_str("TRAINYARD_LOG_LEVEL", "INFO")},
     "loggers": {"django.channels.server": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
 }

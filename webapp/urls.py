@@ -29,5 +29,6 @@ urlpatterns = [
     ),
     path("envs/", include("webapp.catalog.urls")),
     path("runs/", include("webapp.runs.urls")),
+    path("jobs/", include("webapp.jobs.urls")),
     path("admin/", admin.site.urls),
 ]

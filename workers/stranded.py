@@ -1,4 +1,4 @@
-"""Work recorded while no worker could take it (trust checks and runs queued with the broker down, as on a first
+"""Work recorded while no worker could take it (trust checks, jobs and runs queued with the broker down, as on a first
 start): queued again as soon as a worker is ready, rather than at beat's next minute. Queueing one twice is
 harmless: a run or a trust report is only ever started from its queued or pending state."""
 

@@ -16,8 +16,12 @@ def execute_run(run_id: int) -> str:
 
 @app.task(name="workers.reap_lost_runs", ignore_result=True)
 def reap_lost_runs() -> list[int]:
+    from django.conf import settings
+
+    from webapp.jobs.services import jobs_lost_fail
     from workers.reaper import reap_lost_runs as reap
 
+    jobs_lost_fail(older_than_s=settings.TRAINYARD_JOB_LOST_AFTER)
     return reap()
 
 
@@ -40,3 +44,10 @@ def requeue_stranded() -> dict[str, list[int]]:
     from workers.stranded import stranded_requeue
 
     return stranded_requeue(older_than_s=120)
+
+
+@app.task(name="workers.run_job", ignore_result=True)
+def run_job(job_id: int) -> str:
+    from workers.jobs import run_job as run
+
+    return run(job_id)

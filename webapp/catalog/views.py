@@ -160,20 +160,36 @@ def version_testdrive(request: HttpRequest, pk: int, version_pk: int) -> HttpRes
     except ValidationError:
         raise Http404("This version has no such tool") from None
     form = ActionForm(request.POST or None, tool=tool)
-    drive = None
+    job = drive = None
     if request.method == "POST" and form.is_valid():
+        # Provisioning takes seconds to minutes: a worker does it (a job), this page follows it.
+        from webapp.jobs.models import Job
+        from webapp.jobs.services import job_create
+
+        provider = request.POST.get("provider") or None
+        if provider not in (None, "process", "docker", "url"):
+            form.add_error(None, f"unknown provider {provider[:40]!r}; use process, docker or url")
+        else:
+            params = {"version": version.pk, "tool": tool["name"], "arguments": form.action(), "provider": provider,
+                      "seed": form.cleaned_data.get("seed")}  # fmt: skip
+            team = request.team or request.user.memberships.select_related("team").first().team
+            job = job_create(team=team, user=request.user, kind=Job.Kind.TESTDRIVE, params=params)
+            return redirect(f"{request.path}?tool={tool['name']}&job={job.pk}")
+    elif request.GET.get("job"):
+        from webapp.core.query_params import LARGEST_ID, int_param
+        from webapp.jobs.models import Job
+        from webapp.jobs.selectors import job_get
+
         try:
-            drive = services.version_testdrive(
-                version=version, tool=tool["name"], arguments=form.action(),
-                provider_kind=request.POST.get("provider") or None, seed=form.cleaned_data.get("seed"),
-            )  # fmt: skip
-        except (ValidationError, ValueError) as exc:
-            form.add_error(None, exc.messages if isinstance(exc, ValidationError) else str(exc))
+            job = job_get(user=request.user, pk=int_param(request.GET, "job", lo=1, hi=LARGEST_ID))
+        except Job.DoesNotExist:
+            raise Http404("No such test drive") from None
+        drive = job.result.get("drive")  # errors, if any, show in the job's box
     return render(
         request,
         "catalog/testdrive.html",
         {"version": version, "environment": version.environment, "form": form, "tool": tool, "tools": tools,
-         "drive": drive, "providers": ["process", "docker", "url"]},
+         "drive": drive, "job": job, "providers": ["process", "docker", "url"]},
         status=400 if form.errors else 200,
     )  # fmt: skip
 

@@ -4,8 +4,10 @@ can call tools, and the settings fit. Failures come back as field errors."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from django.conf import settings
@@ -15,6 +17,7 @@ from webapp.catalog.models import EnvironmentVersion
 from webapp.runs.grpo import GRPOSettings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+MODEL_CHECK_SECONDS = 10
 
 
 def check_model(model_name: str, team=None) -> None:
@@ -39,10 +42,19 @@ def check_model(model_name: str, team=None) -> None:
                 }
             )
         return
-    result = subprocess.run(
-        [sys.executable, "-m", "workers.preflight", model_name], cwd=REPO_ROOT, capture_output=True, text=True,
-        timeout=120,
-    )  # fmt: skip
+    # A Hub that cannot be reached must say so within seconds, not after huggingface_hub's retries (~1 min).
+    env = {**os.environ, "HF_HUB_ETAG_TIMEOUT": "4", "HF_HUB_DOWNLOAD_TIMEOUT": "4", "HF_HUB_DISABLE_TELEMETRY": "1"}
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "workers.preflight", model_name], cwd=REPO_ROOT, capture_output=True, text=True,
+            timeout=MODEL_CHECK_SECONDS, env=env,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise ValidationError(
+            {"model_name": f"could not load {model_name}'s tokenizer within {MODEL_CHECK_SECONDS} s: the Hugging Face "
+                           "Hub is unreachable or slow from the worker (a local path or a warm-started model needs "
+                           "no network)."}
+        ) from None  # fmt: skip
     try:
         verdict = json.loads(result.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
@@ -51,7 +63,7 @@ def check_model(model_name: str, team=None) -> None:
         raise ValidationError({"model_name": verdict.get("reason", "the model cannot be used")})
 
 
-def check_environment(version: EnvironmentVersion, provider: str) -> None:
+def check_environment(version: EnvironmentVersion, provider: str, progress=lambda m: None) -> None:
     from envs.tools import example_arguments
     from webapp.catalog.services import version_testdrive, version_tool
     from webapp.runs.services import provider_for_version
@@ -62,7 +74,7 @@ def check_environment(version: EnvironmentVersion, provider: str) -> None:
     tool = version_tool(version, version.tools[0]["name"])
     try:
         drive = version_testdrive(version=version, tool=tool.name, arguments=example_arguments(tool),
-                                  provider_kind=kind)  # fmt: skip
+                                  provider_kind=kind, progress=progress)  # fmt: skip
     except ValidationError as exc:
         raise ValidationError({"env_version": exc.messages}) from exc
     if drive.error:
@@ -77,10 +89,15 @@ def preflight(
     provider: str,
     replicas: int | None = None,
     team=None,
+    progress: Callable[[str, float], None] = lambda message, fraction: None,
 ) -> None:
+    """Runs on a worker (a job): it starts the environment and may load a tokenizer from the Hub."""
     from webapp.runs.services import provider_for_version, replicas_for_run
 
+    progress("checking the settings", 0.05)
     settings_ = GRPOSettings.from_dict(config)
     replicas_for_run(version, settings_, replicas, provider_for_version(version, provider))
+    progress(f"checking that {model_name}'s tokenizer can call tools", 0.15)
     check_model(model_name, team or version.environment.team)
-    check_environment(version, provider)
+    progress("starting the environment for a scripted reset and step", 0.4)
+    check_environment(version, provider, progress=lambda message: progress(message, 0.6))

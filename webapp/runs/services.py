@@ -165,7 +165,9 @@ def run_create(
     trust_override_reason: str = "",
     transcript_policy: str = "all",
     start: bool = True,
-) -> Run:
+    check_only: bool = False,
+) -> Run | None:
+    """Record a run and queue it. `check_only`: every check, nothing written (the form checks before its job)."""
     if user is not None:
         membership_require(user=user, team=team, role=Role.MEMBER)
     settings_ = GRPOSettings.from_dict(config)
@@ -185,6 +187,8 @@ def run_create(
     held_back = trust_gate(env_version)
     if held_back and not trust_override_reason.strip():
         raise ValidationError({"trust_override_reason": f"{held_back}; give a reason to run it anyway."})
+    if check_only:
+        return None
     with transaction.atomic():
         number = Run.objects.filter(team=team).count() + 1
         run = Run.objects.create(

@@ -11,18 +11,21 @@ from django.core.paginator import Paginator
 from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from webapp.accounts.models import Role
 from webapp.accounts.selectors import membership_get, membership_require
 from webapp.catalog.models import EnvironmentVersion
 from webapp.catalog.selectors import environment_list
-from webapp.core.query_params import LARGEST_STEP, float_param, id_list_param, int_param, text_param
+from webapp.core.query_params import LARGEST_ID, LARGEST_STEP, float_param, id_list_param, int_param, text_param
+from webapp.jobs.models import Job
+from webapp.jobs.selectors import job_get
+from webapp.jobs.services import job_create
 from webapp.runs import comparison, services
 from webapp.runs.forms import RunCreateForm
 from webapp.runs.grpo import HELP
 from webapp.runs.models import Episode, MetricPoint, Run, Status
-from webapp.runs.preflight import preflight
 from webapp.runs.rollups import series_downsampled
 from webapp.runs.selectors import metric_names, run_get, run_list
 
@@ -80,13 +83,34 @@ def _versions_for(request: HttpRequest):
     )
 
 
+def _initial_from_job(request: HttpRequest) -> dict | None:
+    """ "Change and try again" after a refused pre-flight: the form as it was sent (a prompts file is not kept
+    as a file: its rows come back as lines when they are plain prompts)."""
+    if request.method != "GET" or not request.GET.get("from_job"):
+        return None
+    try:
+        job = job_get(user=request.user, pk=int_param(request.GET, "from_job", lo=1, hi=LARGEST_ID))
+    except Job.DoesNotExist:
+        return None
+    p = job.params
+    initial = {**p.get("config", {}), "env_version": str(p.get("version")), "model_name": p.get("model_name"),
+               "replicas": p.get("replicas"), "provider": p.get("provider"), "tags": ", ".join(p.get("tags") or []),
+               "trust_override_reason": p.get("trust_override_reason", ""),
+               "transcript_policy": p.get("transcript_policy")}  # fmt: skip
+    rows = p.get("prompts") or []
+    if all(isinstance(r, str) or set(r) == {"prompt"} for r in rows):
+        initial["prompts"] = "\n".join(r if isinstance(r, str) else r["prompt"] for r in rows)
+    return initial
+
+
 @login_required
 def run_create_view(request: HttpRequest) -> HttpResponse:
     if request.team is None:
         raise Http404("You are in no team")
     membership_require(user=request.user, team=request.team, role=Role.MEMBER)
     versions = list(_versions_for(request))
-    form = RunCreateForm(request.POST or None, request.FILES or None, versions=versions)
+    form = RunCreateForm(request.POST or None, request.FILES or None, versions=versions,
+                         initial=_initial_from_job(request))  # fmt: skip
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         version = form.versions[data["env_version"]]
@@ -94,21 +118,24 @@ def run_create_view(request: HttpRequest) -> HttpResponse:
             prompts = [line for line in data["prompts"].splitlines() if line.strip()]
             if data.get("prompts_file"):
                 prompts = services.prompts_from_jsonl(data["prompts_file"].read().decode("utf-8", errors="replace"))
-            config = form.grpo_config()
-            preflight(version=version, model_name=data["model_name"], config=config, provider=data["provider"],
-                      replicas=data["replicas"], team=request.team)  # fmt: skip
-            run = services.run_create(
-                team=request.team, user=request.user, env_version=version, model_name=data["model_name"],
-                prompts=prompts, config=config, replicas=data["replicas"], provider=data["provider"],
-                tags=data["tags"], trust_override_reason=data["trust_override_reason"],
-                transcript_policy=data["transcript_policy"] or "all",
-            )  # fmt: skip
+            params = {
+                "version": version.pk, "model_name": data["model_name"], "prompts": prompts,
+                "config": form.grpo_config(), "replicas": data["replicas"], "provider": data["provider"],
+                "tags": data["tags"], "trust_override_reason": data["trust_override_reason"],
+                "transcript_policy": data["transcript_policy"] or "all",
+            }  # fmt: skip
+            # The cheap checks answer on the form at once; the pre-flight (an environment started, a tokenizer
+            # loaded) is a job on a worker, followed live on its page, which goes on to the run when it is queued.
+            services.run_create(team=request.team, user=request.user, env_version=version,
+                                **{k: v for k, v in params.items() if k != "version"}, check_only=True)  # fmt: skip
         except ValidationError as exc:
             for field, errors in exc.message_dict.items() if hasattr(exc, "error_dict") else [(None, exc.messages)]:
                 form.add_error(field if field in form.fields else None, errors)
         else:
-            messages.success(request, f"Queued {run.name}.")
-            return redirect(run.get_absolute_url())
+            job = job_create(team=request.team, user=request.user, kind=Job.Kind.RUN_CREATE, params=params)
+            job.params["back"] = f"{reverse('runs:run-create')}?from_job={job.pk}"
+            job.save(update_fields=["params"])
+            return redirect(job.get_absolute_url())
     from workers.warmstart import warmstarted_models
 
     model_choices = [("tiny-local", "built on this machine")] + [

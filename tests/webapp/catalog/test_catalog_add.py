@@ -10,6 +10,8 @@ import pytest
 from django.urls import reverse
 
 from webapp.catalog.models import Environment, EnvironmentVersion
+from webapp.jobs.models import Job
+from workers.jobs import run_job
 
 FIXTURE_ENVS = Path(__file__).resolve().parents[2] / "fixtures" / "envs"
 
@@ -118,10 +120,14 @@ def test_test_drive_resets_steps_and_tears_down(client_for, alice):
     form = c.get(url)
     assert b'name="number"' in form.content  # the form is generated from the action schema
     response = c.post(url, {"tool": "guess", "number": 8, "seed": 3, "provider": "process"})
-    assert response.status_code == 200
-    drive = response.context["drive"]
-    assert drive.reset["observation"]["hint"] == "start"
-    assert drive.step["observation"]["hint"] in {"higher", "lower", "correct"}
+    assert response.status_code == 302  # to the same page, following the job a worker runs
+    job = Job.objects.get()
+    assert job.status == "queued" and response["Location"].endswith(f"job={job.pk}")
+    assert c.get(response["Location"]).context["drive"] is None  # not done yet: the page shows the job
+    run_job(job.pk)  # what the worker runs
+    drive = c.get(response["Location"]).context["drive"]
+    assert drive["reset"]["observation"]["hint"] == "start"
+    assert drive["step"]["observation"]["hint"] in {"higher", "lower", "correct"}
     assert child_server_pids() == set()
 
 

@@ -1,0 +1,71 @@
+"""Actions on jobs: create (and queue once the transaction commits), report progress, finish."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from webapp.accounts.models import Team
+from webapp.jobs.models import Job
+
+log = logging.getLogger(__name__)
+
+
+def job_create(*, team: Team, user, kind: str, params: dict[str, Any]) -> Job:
+    job = Job.objects.create(team=team, created_by=user, kind=kind, params=params, phase="waiting for a worker")
+    transaction.on_commit(lambda: job_enqueue(job))
+    return job
+
+
+def job_enqueue(job: Job) -> bool:
+    """With the broker down the job stays queued; a worker's start and beat queue it again."""
+    from workers.tasks import run_job
+
+    try:
+        run_job.apply_async(args=[job.pk], queue="default", retry=False)
+    except Exception:
+        log.warning("could not queue job %s now (broker unreachable); it stays queued", job.pk)
+        return False
+    return True
+
+
+def job_claim(job_id: int) -> Job | None:
+    """Queued -> running, once: a job queued twice runs once."""
+    claimed = Job.objects.filter(pk=job_id, status=Job.Status.QUEUED).update(
+        status=Job.Status.RUNNING, started_at=timezone.now(), phase="starting"
+    )
+    return Job.objects.select_related("team", "created_by").get(pk=job_id) if claimed else None
+
+
+def job_progress(job_id: int, phase: str, fraction: float) -> None:
+    Job.objects.filter(pk=job_id).update(phase=phase[:300], progress=max(0.0, min(1.0, fraction)))
+
+
+def job_finish(job_id: int, *, result: dict[str, Any] | None = None, errors: dict[str, list[str]] | None = None):
+    Job.objects.filter(pk=job_id).update(
+        status=Job.Status.FAILED if errors else Job.Status.SUCCEEDED,
+        result=result or {},
+        errors=errors or {},
+        progress=1.0,
+        phase="failed" if errors else "done",
+        finished_at=timezone.now(),
+    )
+
+
+def jobs_requeue(*, older_than_s: float = 120) -> list[int]:
+    cutoff = timezone.now() - timedelta(seconds=older_than_s)
+    return [job.pk for job in Job.objects.filter(status=Job.Status.QUEUED, created_at__lte=cutoff) if job_enqueue(job)]
+
+
+def jobs_lost_fail(*, older_than_s: float) -> list[int]:
+    """Jobs left running by a worker that died: failed, saying so (a job takes a minute or two at most)."""
+    cutoff = timezone.now() - timedelta(seconds=older_than_s)
+    lost = list(Job.objects.filter(status=Job.Status.RUNNING, started_at__lt=cutoff).values_list("pk", flat=True))
+    for job_id in lost:
+        reason = f"the worker running this job stopped answering ({older_than_s:.0f} s)"
+        job_finish(job_id, errors={"__all__": [reason]})
+    return lost
