@@ -1,12 +1,27 @@
-"""docker-compose.yml cannot run here (no registry), so its structure is checked instead."""
+"""docker-compose.yml: its structure, and the whole stack booted for real on the Docker engine `.ci/run` starts.
+
+The boot test builds the app image on the base image made here (no registry), PostgreSQL and Redis from Debian's
+packages on the same base, runs the stack on the host network (deploy/compose_host_network.py: no bridges here),
+waits for /healthz to be green, trains a 3-step run through the compose workers with the docker provider, and
+takes it all down again. The engine's layer cache keeps rebuilds quick (each layer is keyed by its content).
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import httpx
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+COMPOSE_TIMEOUT = 900
 
 
 def load() -> dict:
@@ -14,31 +29,182 @@ def load() -> dict:
 
 
 def test_it_has_the_services_of_a_real_deployment():
-    assert set(load()["services"]) == {"postgres", "redis", "web", "worker", "beat"}
+    assert set(load()["services"]) == {"postgres", "redis", "web", "worker", "cpu", "beat"}
 
 
-def test_the_worker_takes_one_gpu_job_at_a_time_on_the_gpu_queue():
-    worker = load()["services"]["worker"]
-    command = worker["command"]
-    assert command[:4] == ["celery", "-A", "workers", "worker"]
-    assert command[command.index("-Q") + 1] == "gpu"
-    assert command[command.index("-c") + 1] == "1"
-    devices = worker["deploy"]["resources"]["reservations"]["devices"]
-    assert devices[0]["driver"] == "nvidia" and "gpu" in devices[0]["capabilities"]
+def test_gpu_workers_take_training_and_a_cpu_worker_takes_everything_else():
+    services = load()["services"]
+    queues = {}
+    for name in ("worker", "cpu"):
+        command = services[name]["command"]
+        assert command[:4] == ["celery", "-A", "workers", "worker"]
+        queues[name] = command[command.index("-Q") + 1]
+    assert queues == {"worker": "gpu", "cpu": "default"}  # a trust check never waits behind a training run
+    assert services["worker"]["command"][services["worker"]["command"].index("-c") + 1] == "1"
+    assert "deploy" not in services["worker"]  # a CPU host starts the file as it is
+    gpu = yaml.safe_load((ROOT / "docker-compose.gpu.yml").read_text())["services"]["worker"]
+    assert gpu["deploy"]["resources"]["reservations"]["devices"][0]["driver"] == "nvidia"
+
+
+def test_workers_share_the_environment_network_and_the_docker_engine():
+    compose = load()
+    assert compose["networks"]["envs"] == {"name": "trainyard-envs", "internal": True}
+    for name in ("worker", "cpu"):
+        service = compose["services"][name]
+        assert "envs" in service["networks"]
+        assert service["environment"]["TRAINYARD_DOCKER_NETWORK"] == "trainyard-envs"
+        assert "/var/run/docker.sock:/var/run/docker.sock" in service["volumes"]
 
 
 def test_app_services_share_one_image_and_the_real_service_urls():
     services = load()["services"]
-    for name in ("web", "worker", "beat"):
+    for name in ("web", "worker", "cpu", "beat"):
         env = services[name]["environment"]
         assert env["DATABASE_URL"].startswith("postgres://") and "@postgres:5432/" in env["DATABASE_URL"]
         assert env["REDIS_URL"] == "redis://redis:6379/0"
-        assert services[name]["image"] == "trainyard:latest"
+        assert services[name]["image"] == "${TRAINYARD_IMAGE:-trainyard:latest}"
         assert "postgres" in services[name]["depends_on"] and "redis" in services[name]["depends_on"]
     assert "daphne" in " ".join(services["web"]["command"])
     assert services["beat"]["command"][:4] == ["celery", "-A", "workers", "beat"]
 
 
-def test_the_image_is_built_from_the_repos_dockerfile():
-    assert (ROOT / "Dockerfile").exists()
+def test_the_image_is_built_from_the_repos_dockerfile_with_its_charts():
     assert load()["x-app"]["build"] == "."
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "npm ci" in dockerfile and "COPY --from=assets /assets/node_modules node_modules" in dockerfile
+
+
+# -- the stack, booted ------------------------------------------------------------------------------------
+
+
+def docker_build(dockerfile: str, tag: str, base: str) -> None:
+    started = time.monotonic()
+    result = subprocess.run(
+        ["docker", "build", "--network", "host", "--build-arg", f"BASE_IMAGE={base}", "-f", dockerfile, "-t", tag,
+         "."], cwd=ROOT, capture_output=True, text=True, timeout=3600,
+    )  # fmt: skip
+    assert result.returncode == 0, f"building {tag} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    print(f"built {tag} in {time.monotonic() - started:.0f} s", file=sys.stderr)
+
+
+def torch_wheel_for_the_image() -> None:
+    """The CPU torch wheel of this machine (pip's find-links folder), never the CUDA one from PyPI."""
+    wheels = ROOT / "docker" / "wheels"
+    if list(wheels.glob("torch-*.whl")):
+        return
+    for folder in os.environ.get("PIP_FIND_LINKS", "/opt/wheels").split():
+        for wheel in Path(folder).glob("torch-2.13.0*cpu*.whl"):
+            shutil.copy(wheel, wheels / wheel.name)
+            return
+
+
+class Stack:
+    def __init__(self, compose_file: Path, env: dict[str, str], project: str) -> None:
+        self.base = ["docker-compose", "-f", str(compose_file), "-p", project]
+        self.env = env
+
+    def __call__(self, *args: str, timeout: float = COMPOSE_TIMEOUT, check: bool = True) -> str:
+        result = subprocess.run([*self.base, *args], env=self.env, capture_output=True, text=True, timeout=timeout)
+        if check:
+            assert result.returncode == 0, f"{' '.join(args)}:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+        return result.stdout
+
+    def manage(self, *args: str, timeout: float = COMPOSE_TIMEOUT) -> str:
+        return self("exec", "-T", "web", "python", "manage.py", *args, timeout=timeout)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_the_compose_stack_boots_and_trains_a_run(tiny_model, tmp_path):
+    from tests.conftest import require_docker
+
+    require_docker()
+    if shutil.which("docker-compose") is None:
+        if os.environ.get("TRAINYARD_DOCKER") == "required":
+            pytest.fail("docker-compose is not installed (apt-get install docker-compose)")
+        pytest.skip("docker-compose is not installed")
+    import docker
+
+    from envs.providers.base_image import local_base_image
+
+    base = local_base_image(docker.from_env())
+    torch_wheel_for_the_image()
+    docker_build("Dockerfile", "trainyard:ci", base)
+    docker_build("deploy/postgres/Dockerfile", "trainyard-postgres:ci", base)
+    docker_build("deploy/redis/Dockerfile", "trainyard-redis:ci", base)
+
+    socket = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock").removeprefix("unix://")
+    compose_file = tmp_path / "compose.host.yml"
+    with compose_file.open("w") as out:
+        subprocess.run(
+            [sys.executable, "deploy/compose_host_network.py", "--image", "trainyard:ci",
+             "--postgres-image", "trainyard-postgres:ci", "--redis-image", "trainyard-redis:ci", "--base-image", base,
+             "--docker-socket", socket, "--volume", f"{tiny_model}:/data/models/{tiny_model.name}:ro"],
+            cwd=ROOT, stdout=out, check=True,
+        )  # fmt: skip
+    env = {**os.environ, "DJANGO_SECRET_KEY": "compose-test-secret-" + "x" * 40,
+           "DOCKER_GID": str(os.stat(socket).st_gid), "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost"}  # fmt: skip
+    stack = Stack(compose_file, env, project=f"trainyardci{os.getpid()}")
+    try:
+        started = time.monotonic()
+        stack("up", "-d")
+        health = wait_for_health("http://127.0.0.1:58000/healthz", timeout=300)
+        assert health["database"]["detail"] == "postgresql"
+        assert "gpu-0@" in health["worker"]["detail"] and "cpu@" in health["worker"]["detail"]
+        print(f"stack healthy in {time.monotonic() - started:.0f} s", file=sys.stderr)
+
+        stack.manage("bootstrap", "--skip-model")
+        # The trust check of the new versions runs on the cpu worker (the default queue) meanwhile.
+        wait_until(lambda: trust_state(stack) == "done", timeout=600, what="the trust check")
+        summary = json.loads(stack.manage(
+            "run", "create", "--env", "guess-number", "--max-steps", "3", "--provider", "docker", "--config",
+            json.dumps({"num_generations": 4, "per_device_train_batch_size": 4, "max_completion_length": 256,
+                        "max_tool_calling_iterations": 4, "temperature": 0.7, "learning_rate": 5e-5}),
+            "--wait", "--json",
+        ))  # fmt: skip
+        assert summary["status"] == "succeeded", summary
+        assert summary["metric_steps"] == 3 and summary["episodes"] == 12 and summary["env_tool_calls"] > 0
+        print(f"3-step run through compose: {json.dumps(summary)}", file=sys.stderr)
+    except BaseException:
+        print(stack("logs", "--tail", "60", check=False)[-12000:], file=sys.stderr)
+        raise
+    finally:
+        stack("down", "-v", "--remove-orphans", check=False, timeout=600)
+    assert "trainyardci" not in subprocess.run(["docker", "ps", "-a"], capture_output=True, text=True).stdout
+
+
+TRUST_STATE = (
+    "from webapp.catalog.models import TrustReport as T; "
+    "r = T.objects.filter(version__environment__slug='guess-number').first(); "
+    "print(r.state if r else 'none')"
+)
+
+
+def trust_state(stack: Stack) -> str:
+    state = stack.manage("shell", "-c", TRUST_STATE).strip()
+    assert state != "error", stack.manage("shell", "-c", TRUST_STATE.replace("r.state", "r.error"))
+    return state
+
+
+def wait_for_health(url: str, *, timeout: float) -> dict:
+    deadline = time.monotonic() + timeout
+    body: dict = {}
+    while time.monotonic() < deadline:
+        try:
+            response = httpx.get(url, timeout=2)
+            body = response.json()
+            if response.status_code == 200:
+                return body
+        except (httpx.HTTPError, ValueError):
+            pass
+        time.sleep(2)
+    raise AssertionError(f"/healthz not green within {timeout:.0f} s: {body}")
+
+
+def wait_until(predicate, *, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(3)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")

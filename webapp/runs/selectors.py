@@ -21,6 +21,23 @@ def run_prompts(*, run: Run) -> list[dict]:
     return RunPrompts.objects.filter(run=run).values_list("rows", flat=True).first() or []
 
 
+def metric_tails(*, run_ids: list[int], name: str, last: int) -> dict[int, list[tuple[int, float]]]:
+    """The last `last` points of one series for each run, oldest first: one query for a whole page of runs."""
+    from django.db.models import F, Window
+    from django.db.models.functions import RowNumber
+
+    ranked = (
+        MetricPoint.objects.filter(run_id__in=run_ids, name=name)
+        .annotate(rank=Window(RowNumber(), partition_by=[F("run_id")], order_by=F("step").desc()))
+        .filter(rank__lte=last)
+        .values_list("run_id", "step", "value")
+    )
+    tails: dict[int, list[tuple[int, float]]] = {run_id: [] for run_id in run_ids}
+    for run_id, step, value in ranked:
+        tails[run_id].append((step, value))
+    return {run_id: sorted(points) for run_id, points in tails.items()}
+
+
 def metric_series(*, run: Run, name: str) -> QuerySet[MetricPoint]:
     return MetricPoint.objects.filter(run=run, name=name).order_by("step")
 

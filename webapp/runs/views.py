@@ -27,7 +27,7 @@ from webapp.runs.forms import RunCreateForm
 from webapp.runs.grpo import HELP
 from webapp.runs.models import Episode, MetricPoint, Run, Status
 from webapp.runs.rollups import series_downsampled
-from webapp.runs.selectors import metric_names, run_get, run_list
+from webapp.runs.selectors import metric_names, metric_tails, run_get, run_list
 
 SPARK_POINTS = 40
 
@@ -54,14 +54,11 @@ def run_list_view(request: HttpRequest) -> HttpResponse:
     if q:
         runs = runs.filter(Q(name__icontains=q) | Q(model_name__icontains=q))
     page = Paginator(runs, 25).get_page(request.GET.get("page"))
+    tails = metric_tails(run_ids=[run.pk for run in page], name="reward", last=SPARK_POINTS)
     for run in page:
-        points = list(
-            MetricPoint.objects.filter(run=run, name="reward")
-            .order_by("-step")
-            .values_list("step", "value")[:SPARK_POINTS]
-        )
-        run.spark = json.dumps([[step, value] for step, value in reversed(points)])  # runs_list.js draws it, live
-        run.last_reward = points[0][1] if points else None
+        points = tails[run.pk]
+        run.spark = json.dumps([[step, value] for step, value in points])  # runs_list.js draws it, live
+        run.last_reward = points[-1][1] if points else None
     visible = run_list(user=request.user)
     context = {
         "page": page,
