@@ -8,6 +8,7 @@ takes it all down again. The engine's layer cache keeps rebuilds quick (each lay
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -77,25 +78,37 @@ def test_the_image_is_built_from_the_repos_dockerfile_with_its_charts():
 # -- the stack, booted ------------------------------------------------------------------------------------
 
 
-def docker_build(dockerfile: str, tag: str, base: str) -> None:
+def docker_build(dockerfile: str, tag: str, base: str, *build_args: str) -> None:
     started = time.monotonic()
+    extra = [part for arg in build_args if arg for part in ("--build-arg", arg)]
     result = subprocess.run(
-        ["docker", "build", "--network", "host", "--build-arg", f"BASE_IMAGE={base}", "-f", dockerfile, "-t", tag,
-         "."], cwd=ROOT, capture_output=True, text=True, timeout=3600,
+        ["docker", "build", "--network", "host", "--build-arg", f"BASE_IMAGE={base}", *extra, "-f", dockerfile,
+         "-t", tag, "."], cwd=ROOT, capture_output=True, text=True, timeout=3600,
     )  # fmt: skip
     assert result.returncode == 0, f"building {tag} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     print(f"built {tag} in {time.monotonic() - started:.0f} s", file=sys.stderr)
 
 
-def torch_wheel_for_the_image() -> None:
-    """The CPU torch wheel of this machine (pip's find-links folder), never the CUDA one from PyPI."""
-    wheels = ROOT / "docker" / "wheels"
-    if list(wheels.glob("torch-*.whl")):
+TORCH_WHEEL_PORT = 58765  # fixed: the build argument is part of the layer cache's key
+
+
+@contextlib.contextmanager
+def torch_wheels_served():
+    """This machine's CPU torch wheel (pip's find-links folder), served to the image build: never the CUDA build
+    from PyPI, and never a copy in the build context. Yields the build argument, or None when there is none."""
+    folders = [Path(f) for f in os.environ.get("PIP_FIND_LINKS", "/opt/wheels").split()]
+    folder = next((f for f in folders if list(f.glob("torch-2.13.0*cpu*.whl"))), None)
+    if folder is None:
+        yield None
         return
-    for folder in os.environ.get("PIP_FIND_LINKS", "/opt/wheels").split():
-        for wheel in Path(folder).glob("torch-2.13.0*cpu*.whl"):
-            shutil.copy(wheel, wheels / wheel.name)
-            return
+    command = [sys.executable, "-m", "http.server", str(TORCH_WHEEL_PORT), "--bind", "127.0.0.1", "--directory",
+               str(folder)]  # fmt: skip
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield f"TORCH_FIND_LINKS=http://127.0.0.1:{TORCH_WHEEL_PORT}/"
+    finally:
+        server.terminate()
+        server.wait(10)
 
 
 class Stack:
@@ -128,8 +141,8 @@ def test_the_compose_stack_boots_and_trains_a_run(tiny_model, tmp_path):
     from envs.providers.base_image import local_base_image
 
     base = local_base_image(docker.from_env())
-    torch_wheel_for_the_image()
-    docker_build("Dockerfile", "trainyard:ci", base)
+    with torch_wheels_served() as torch_wheels:
+        docker_build("Dockerfile", "trainyard:ci", base, torch_wheels)
     docker_build("deploy/postgres/Dockerfile", "trainyard-postgres:ci", base)
     docker_build("deploy/redis/Dockerfile", "trainyard-redis:ci", base)
 
