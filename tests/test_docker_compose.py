@@ -156,7 +156,9 @@ def test_the_compose_stack_boots_and_trains_a_run(tiny_model, tmp_path):
             cwd=ROOT, stdout=out, check=True,
         )  # fmt: skip
     env = {**os.environ, "DJANGO_SECRET_KEY": "compose-test-secret-" + "x" * 40,
-           "DOCKER_GID": str(os.stat(socket).st_gid), "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost"}  # fmt: skip
+           "DOCKER_GID": str(os.stat(socket).st_gid), "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+           # Creating a container copies the image's files on vfs: a minute or more each, four at once.
+           "COMPOSE_HTTP_TIMEOUT": "900", "DOCKER_CLIENT_TIMEOUT": "900"}  # fmt: skip
     stack = Stack(compose_file, env, project=f"trainyardci{os.getpid()}")
     try:
         started = time.monotonic()

@@ -13,11 +13,13 @@ log = logging.getLogger(__name__)
 
 def stranded_requeue(*, older_than_s: float) -> dict[str, list[int]]:
     from webapp.catalog.trust import trust_checks_requeue
+    from webapp.jobs.services import jobs_requeue
     from webapp.runs.services import runs_requeue
 
     return {
         "runs": runs_requeue(older_than_s=older_than_s),
         "trust_reports": trust_checks_requeue(older_than_s=older_than_s),
+        "jobs": jobs_requeue(older_than_s=older_than_s),
     }
 
 

@@ -32,3 +32,15 @@ def test_a_pending_trust_report_is_queued_again(guess_version):
     report = TrustReport.objects.create(version=guess_version)
     TrustReport.objects.filter(pk=report.pk).update(created_at=timezone.now() - timedelta(minutes=5))
     assert trust_checks_requeue(older_than_s=120) == [report.pk]
+
+
+def test_a_worker_start_requeues_stranded_jobs_runs_and_checks(acme, alice, guess_version):
+    from webapp.jobs.models import Job
+    from workers.stranded import stranded_requeue
+
+    job = Job.objects.create(team=acme, created_by=alice, kind="testdrive", params={})
+    report = TrustReport.objects.create(version=guess_version)
+    finished = Job.objects.create(team=acme, created_by=alice, kind="testdrive", status="succeeded")
+    queued = stranded_requeue(older_than_s=0)  # what a worker does as soon as it is ready
+    assert queued["jobs"] == [job.pk] and finished.pk not in queued["jobs"]
+    assert queued["trust_reports"] == [report.pk]
