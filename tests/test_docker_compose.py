@@ -196,7 +196,7 @@ TRUST_STATE = (
 
 
 def trust_state(stack: Stack) -> str:
-    state = stack.manage("shell", "-c", TRUST_STATE).strip()
+    state = stack.manage("shell", "--no-imports", "-c", TRUST_STATE).strip().splitlines()[-1]
     assert state != "error", stack.manage("shell", "-c", TRUST_STATE.replace("r.state", "r.error"))
     return state
 
