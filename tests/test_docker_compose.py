@@ -146,13 +146,18 @@ def test_the_compose_stack_boots_and_trains_a_run(tiny_model, tmp_path):
     docker_build("deploy/postgres/Dockerfile", "trainyard-postgres:ci", base)
     docker_build("deploy/redis/Dockerfile", "trainyard-redis:ci", base)
 
+    # The tiny model built here, readable by the image's user (safetensors writes its file 0600).
+    model = tmp_path / tiny_model.name
+    shutil.copytree(tiny_model, model)
+    for path in [model, *model.iterdir()]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
     socket = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock").removeprefix("unix://")
     compose_file = tmp_path / "compose.host.yml"
     with compose_file.open("w") as out:
         subprocess.run(
             [sys.executable, "deploy/compose_host_network.py", "--image", "trainyard:ci",
              "--postgres-image", "trainyard-postgres:ci", "--redis-image", "trainyard-redis:ci", "--base-image", base,
-             "--docker-socket", socket, "--volume", f"{tiny_model}:/data/models/{tiny_model.name}:ro"],
+             "--docker-socket", socket, "--volume", f"{model}:/data/models/{tiny_model.name}:ro"],
             cwd=ROOT, stdout=out, check=True,
         )  # fmt: skip
     env = {**os.environ, "DJANGO_SECRET_KEY": "compose-test-secret-" + "x" * 40,
