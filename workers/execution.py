@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
-import socket
 from pathlib import Path
 
 from django.conf import settings
@@ -15,13 +13,14 @@ from webapp.catalog.deployments import provider_get, version_source
 from webapp.live.publish import close_layer, publish
 from webapp.runs.models import Run, Status
 from webapp.runs.services import IllegalTransition, run_artifact_dir, run_fail, run_transition
+from workers.host_identity import process_identity
 from workers.supervisor import Outcome, TrainerProcess, supervise
 
 log = logging.getLogger(__name__)
 
 
 def worker_host() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
+    return process_identity()
 
 
 def failure_reason(run: Run, outcome: Outcome, trainer: TrainerProcess) -> str:

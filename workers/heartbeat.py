@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import threading
 
 import psutil
 from celery.signals import worker_ready, worker_shutdown
+
+from workers.host_identity import host_identity
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ def beat(*, name: str, queues: list[str], started_at) -> None:
     from webapp.runs.models import Run, Status
     from workers.reaper import run_reap
 
-    host = socket.gethostname()
+    host = host_identity()
     for run in orphaned_runs(host):
         log.warning("run %s: its worker process %s is gone; failing it", run.pk, run.worker_host)
         run_reap(run, f"its worker process ({run.worker_host}) died")

@@ -58,20 +58,19 @@ def test_a_run_whose_trainer_recorded_success_is_not_failed_by_the_reaper(acme):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_starting_worker_fails_at_once_the_runs_whose_worker_process_is_gone(acme):
-    import socket
-
     from webapp.fleet.models import Worker
     from workers.heartbeat import beat
+    from workers.host_identity import host_identity
 
     version = register_builtin(acme, "guess-number")
     orphan = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
     try:
         lost = run_create(team=acme, user=None, env_version=version, start=False)
-        run_transition(lost, Status.PROVISIONING, worker_host=f"{socket.gethostname()}:{dead_pid()}",
+        run_transition(lost, Status.PROVISIONING, worker_host=f"{host_identity()}:{dead_pid()}",
                        heartbeat_at=timezone.now())  # fmt: skip
         run_transition(lost, Status.RUNNING, trainer_pid=orphan.pid)
         alive = run_create(team=acme, user=None, env_version=version, start=False)
-        run_transition(alive, Status.PROVISIONING, worker_host=f"{socket.gethostname()}:{os.getpid()}",
+        run_transition(alive, Status.PROVISIONING, worker_host=f"{host_identity()}:{os.getpid()}",
                        heartbeat_at=timezone.now())  # fmt: skip
         elsewhere = run_create(team=acme, user=None, env_version=version, start=False)
         run_transition(elsewhere, Status.PROVISIONING, worker_host=f"another-host:{dead_pid()}",
@@ -84,7 +83,7 @@ def test_a_starting_worker_fails_at_once_the_runs_whose_worker_process_is_gone(a
         assert not process_alive(orphan.pid)
         assert alive.status == Status.PROVISIONING and elsewhere.status == Status.PROVISIONING
         row = Worker.objects.get(name="w@here")
-        assert row.host == socket.gethostname() and row.queues == ["default", "gpu"] and row.current_runs == [alive.pk]
+        assert row.host == host_identity() and row.queues == ["default", "gpu"] and row.current_runs == [alive.pk]
     finally:
         orphan.kill()
 
@@ -110,3 +109,13 @@ def test_runs_of_a_host_whose_workers_stopped_beating_are_reaped(acme, settings)
     assert reap_lost_runs(stale_after=120) == [runs["box-a"].pk]
     runs["box-a"].refresh_from_db()
     assert runs["box-a"].status == Status.FAILED and "no worker on box-a" in runs["box-a"].failure_reason
+
+
+def test_a_worker_in_another_pid_namespace_of_the_same_host_judges_no_pid():
+    """Containers on the host network share its hostname, not its pids: their identities differ."""
+    import socket
+
+    from workers.host_identity import host_identity
+
+    assert host_identity().startswith(socket.gethostname())
+    assert host_identity() != socket.gethostname()  # Linux: the pid namespace is part of it
