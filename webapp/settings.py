@@ -206,7 +206,7 @@ TRAINYARD_LOST_AFTER = env_int("TRAINYARD_LOST_AFTER", 120, minimum=10)
 TRAINYARD_JOB_LOST_AFTER = env_int("TRAINYARD_JOB_LOST_AFTER", 1800, minimum=60)
 # Workers record a heartbeat row this often; one silent for TRAINYARD_WORKER_LOST_AFTER is gone (its runs fail).
 TRAINYARD_WORKER_BEAT = env_int("TRAINYARD_WORKER_BEAT", 5, minimum=1)
-TRAINYARD_WORKER_LOST_AFTER = env_int("TRAINYARD_WORKER_LOST_AFTER", 30, minimum=3)
+TRAINYARD_WORKER_LOST_AFTER = env_int("TRAINYARD_WORKER_LOST_AFTER", 15, minimum=3)
 
 # Environments: where their servers run. Docker settings have the ordinary values as defaults; CI here uses
 # host networking and a base image made locally ("local"), since no registry can be reached.
