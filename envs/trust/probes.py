@@ -221,19 +221,24 @@ def probe_hidden_state(ctx: ProbeContext, seeds: int = 5) -> ProbeResult:
         hidden = {key: v for key, v in state.items() if key not in shown_fields and key not in BOOKKEEPING}
         hidden_seen |= set(hidden)
         shown = [leaf for r in seen for leaf in _leaf_values(r.observation)]
-        text = " ".join(str(v) for _, v in shown if isinstance(v, str))
         for key, value in hidden.items():
             for path, shown_value in shown:
                 if path.split(".")[-1] == key and shown_value == value:
                     leaks.setdefault(key, {})[k] = f"observation field {path} = {shown_value!r}"
-            if isinstance(value, str) and len(value) >= 3 and value in text:
-                leaks.setdefault(key, {})[k] = f"an observation's text contains {value!r}"
+                elif (isinstance(value, str) and len(value) >= 3 and isinstance(shown_value, str)
+                      and value in shown_value):  # fmt: skip
+                    leaks.setdefault(key, {})[k] = f"observation field {path} contains {value!r}"
     if not hidden_seen:
         return ProbeResult("hidden_state", NOT_APPLICABLE, "the state has no fields beyond what observations show")
     # A leak shows in every seed: a hidden value equal to a shown one by chance is not a leak.
     confirmed = {key: by_seed for key, by_seed in leaks.items() if len(by_seed) == seeds}
     if confirmed:
-        evidence = [f"{key}: {next(iter(by_seed.values()))}" for key, by_seed in confirmed.items()]
+        evidence = [f"state.{key} (hidden): {next(iter(by_seed.values()))} in every seed" for key, by_seed in
+                    confirmed.items()]  # fmt: skip
+        evidence.append(
+            "What it means: the policy can read what it should infer, and will learn to copy it; "
+            "fix: leave the hidden field out of the observation (or declare it, if it is meant to show)."
+        )
         return ProbeResult("hidden_state", FAILED, "observations reveal hidden state", evidence)
     return ProbeResult("hidden_state", PASSED, f"hidden fields {sorted(hidden_seen)} never appeared in observations")
 

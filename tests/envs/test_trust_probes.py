@@ -101,3 +101,11 @@ def test_the_catalog_reads_the_declaration_from_the_manifest(acme):
     env = environment_create(team=acme, user=None, name="dice", source_kind="folder",
                              source_ref=str(FIXTURE_ENVS / "beacon_stochastic"))  # fmt: skip
     assert env.versions.get().server_metadata["stochastic"] is True
+
+
+def test_hidden_state_evidence_names_the_field_and_says_what_to_do(probe_context):
+    result = probe_hidden_state(probe_context(fixture_source("beacon_exposed_secret", capacity=CAPACITY)))
+    assert result.status == FAILED
+    assert result.evidence[0].startswith("state.target (hidden): observation field metadata.target = ")
+    assert "in every seed" in result.evidence[0]
+    assert result.evidence[-1].startswith("What it means:") and "fix:" in result.evidence[-1]
