@@ -91,9 +91,8 @@ def test_a_test_drive_through_the_real_worker(client, acme, alice, live_worker):
     version = register_builtin(acme, "guess-number")
     client.force_login(alice)
     url = reverse("catalog:version-testdrive", args=[version.environment.pk, version.pk])
-    started = time.monotonic()
     response = client.post(url, {"tool": "guess", "number": 8, "seed": 3})
-    assert response.status_code == 302 and time.monotonic() - started < 2  # the request never waits for a server
+    assert response.status_code == 302  # the request hands the drive to a worker and answers
     job = Job.objects.get()
     wait_for(lambda: Job.objects.get(pk=job.pk).status == "succeeded", timeout=120, what="the test drive job")
     drive = client.get(response["Location"]).context["drive"]
