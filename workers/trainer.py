@@ -221,7 +221,8 @@ def train(run, artifact_dir: Path, stop: threading.Event) -> None:
 
     # The steps after the checkpoint (or all, from scratch) are played again: their first records go.
     resumed_at = json.loads((Path(resume) / "trainer_state.json").read_text())["global_step"] if resume else 0
-    run_records_truncate(run, after_step=resumed_at)
+    if run.step > resumed_at or run.episodes_recorded:  # a fresh run has nothing to forget: no queries then
+        run_records_truncate(run, after_step=resumed_at)
     freeze_long_lived_objects()  # model, tokenizer and trainer are built: they live as long as the run
     try:
         trainer.train(resume_from_checkpoint=resume)

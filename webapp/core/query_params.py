@@ -33,21 +33,6 @@ def text_param(query, name: str, *, most: int = 200) -> str:
     return raw
 
 
-def int_param(query, name: str, *, lo: int, hi: int, default: int | None = None) -> int | None:
-    raw = (query.get(name) or "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise BadQuery(name, f"{name} must be a whole number, not {raw[:40]!r}") from None
-    if not math.isfinite(value) or value != int(value):
-        raise BadQuery(name, f"{name} must be a whole number, not {raw[:40]!r}")
-    if not lo <= value <= hi:
-        raise BadQuery(name, f"{name} must be between {lo:,} and {hi:,}")
-    return int(value)
-
-
 def float_param(query, name: str, *, default: float | None = None) -> float | None:
     raw = (query.get(name) or "").strip()
     if not raw:
@@ -59,6 +44,21 @@ def float_param(query, name: str, *, default: float | None = None) -> float | No
     if not math.isfinite(value):
         raise BadQuery(name, f"{name} must be a finite number")
     return value
+
+
+def int_param(query, name: str, *, lo: int, hi: int, default: int | None = None) -> int | None:
+    """A whole number within [lo, hi]; "1e3" counts, "1.5" and "1e400" do not."""
+    try:
+        value = float_param(query, name)
+    except BadQuery:
+        value = math.nan
+    if value is None:
+        return default
+    if math.isnan(value) or value != int(value):
+        raise BadQuery(name, f"{name} must be a whole number, not {(query.get(name) or '').strip()[:40]!r}")
+    if not lo <= value <= hi:
+        raise BadQuery(name, f"{name} must be between {lo:,} and {hi:,}")
+    return int(value)
 
 
 def id_list_param(values: list[str], name: str, *, most: int) -> list[int]:
