@@ -4,22 +4,26 @@
 ARG BASE_IMAGE=python:3.11-slim
 
 # Front-end libraries (uPlot) from npm, at build time: the image serves them itself, never from a CDN.
+# The sources join them here, so that the final image gets the whole app in one layer.
 FROM ${BASE_IMAGE} AS assets
+LABEL org.trainyard.image=app
 ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
 RUN apt-get update -q && apt-get install -y -q --no-install-recommends nodejs npm ca-certificates >/dev/null \
     && rm -rf /var/lib/apt/lists/*
-WORKDIR /assets
+WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund --loglevel=error
+COPY . .
 
 FROM ${BASE_IMAGE}
+LABEL org.trainyard.image=app
 # Where pip may find a torch wheel first (a folder or a page of links); empty: the registry's, as pinned.
 ARG TORCH_FIND_LINKS=
 ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 TRL_EXPERIMENTAL_SILENCE=1 \
-    TRAINYARD_DATA_DIR=/data PATH=/opt/venv/bin:$PATH
+    TRAINYARD_DATA_DIR=/data PATH=/opt/venv/bin:$PATH PYTHONPATH=/app
 # Few layers after the big one: on some storage drivers (vfs) every layer is a full copy of the image.
 RUN useradd --uid 10001 --create-home trainyard && mkdir -p /opt/venv /app /data \
-    && chown trainyard /opt/venv /app /data
+    && chown trainyard /opt/venv /data
 USER trainyard
 WORKDIR /app
 EXPOSE 8000
@@ -31,6 +35,6 @@ RUN python3 -m venv /opt/venv \
     && python -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies'], sep=chr(10))" \
        > /tmp/requirements.txt \
     && pip install -q -r /tmp/requirements.txt && rm /tmp/requirements.txt
-COPY --from=assets /assets/node_modules node_modules
-COPY --chown=trainyard . .
-RUN pip install -q --no-deps . && python manage.py collectstatic --noinput -v 0
+# The app in one layer, owned by root: the app's user reads its code and writes only under /data. Static files are
+# collected when web starts (into the data volume, so an upgraded image never serves the old ones).
+COPY --from=assets /app /app

@@ -29,6 +29,15 @@ def read_manifest(folder: Path) -> dict:
     return data
 
 
+def declares_randomness(manifest: dict) -> bool:
+    """Whether an environment says its episodes vary under one seed. OpenEnv's place for it is the `validation:`
+    block's reward variance tolerance (variance-mode determinism); `stochastic: true` is Trainyard's older key."""
+    validation = manifest.get("validation")
+    reward = validation.get("reward") if isinstance(validation, dict) else None
+    tolerance = reward.get("variance_tolerance") if isinstance(reward, dict) else None
+    return bool(manifest.get("stochastic")) or (isinstance(tolerance, int | float) and tolerance > 0)
+
+
 def builtin_environments() -> list[BuiltinEnvironment]:
     found = []
     for manifest in sorted(ENVS_DIR.glob("*/openenv.yaml")):

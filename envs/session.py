@@ -30,6 +30,10 @@ class SessionBroken(Exception):
     """The session timed out or its socket failed; it must not be used again."""
 
 
+class SessionTimedOut(SessionBroken):
+    """No answer within the time limit: the server may still be working on the call, holding the session's slot."""
+
+
 @dataclass(frozen=True)
 class StepResult:
     observation: dict[str, Any]
@@ -106,7 +110,7 @@ class AsyncEnvSession:
             frame = await asyncio.wait_for(self._ws.recv(), limit)
         except TimeoutError:
             await self._discard(f"{kind} took longer than {limit:g} s; the session was discarded")
-            raise SessionBroken(self.broken) from None
+            raise SessionTimedOut(self.broken) from None
         except (OSError, websockets.WebSocketException) as exc:
             # The server may have said why before closing (e.g. CAPACITY_REACHED on connect): surface that.
             last_word = None
@@ -179,7 +183,7 @@ class EnvSession:
             frame = self._ws.recv(timeout=limit)
         except TimeoutError:
             self._discard(f"{kind} took longer than {limit:g} s; the session was discarded")
-            raise SessionBroken(self.broken) from None
+            raise SessionTimedOut(self.broken) from None
         except (OSError, websockets.WebSocketException) as exc:
             last_word = None
             try:

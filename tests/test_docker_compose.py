@@ -72,7 +72,10 @@ def test_app_services_share_one_image_and_the_real_service_urls():
 def test_the_image_is_built_from_the_repos_dockerfile_with_its_charts():
     assert load()["x-app"]["build"] == "."
     dockerfile = (ROOT / "Dockerfile").read_text()
-    assert "npm ci" in dockerfile and "COPY --from=assets /assets/node_modules node_modules" in dockerfile
+    assert "npm ci" in dockerfile and "COPY --from=assets /app /app" in dockerfile
+    # After the dependencies, the app is one layer: on vfs every layer is a full copy of the image.
+    after_dependencies = dockerfile.split("pip install -q -r /tmp/requirements.txt", 1)[1]
+    assert [line.split()[0] for line in after_dependencies.splitlines() if line[:4] in {"RUN ", "COPY"}] == ["COPY"]
 
 
 # -- the stack, booted ------------------------------------------------------------------------------------
@@ -128,6 +131,7 @@ class Stack:
 
 @pytest.mark.docker
 @pytest.mark.slow
+@pytest.mark.timeout(3000)  # the first build of the app image on vfs takes ten minutes or more; later ones, seconds
 def test_the_compose_stack_boots_and_trains_a_run(tiny_model, tmp_path):
     from tests.conftest import require_docker
 
@@ -140,11 +144,15 @@ def test_the_compose_stack_boots_and_trains_a_run(tiny_model, tmp_path):
 
     from envs.providers.base_image import local_base_image
 
+    leftover_stacks_removed()
     base = local_base_image(docker.from_env())
+    builds_started = int(time.time())
     with torch_wheels_served() as torch_wheels:
         docker_build("Dockerfile", "trainyard:ci", base, torch_wheels)
     docker_build("deploy/postgres/Dockerfile", "trainyard-postgres:ci", base)
     docker_build("deploy/redis/Dockerfile", "trainyard-redis:ci", base)
+    earlier_builds_removed(before=builds_started)
+    room_checked("trainyard:ci", containers=4)
 
     # The tiny model built here, readable by the image's user (safetensors writes its file 0600).
     model = tmp_path / tiny_model.name
@@ -191,6 +199,49 @@ def test_the_compose_stack_boots_and_trains_a_run(tiny_model, tmp_path):
     finally:
         stack("down", "-v", "--remove-orphans", check=False, timeout=600)
     assert "trainyardci" not in subprocess.run(["docker", "ps", "-a"], capture_output=True, text=True).stdout
+
+
+def docker_cli(*args: str) -> str:
+    result = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, f"docker {' '.join(args)}: {result.stderr[-2000:]}"
+    return result.stdout
+
+
+def leftover_stacks_removed() -> None:
+    """Containers and volumes of a boot test that was killed before its `down` (project trainyardci<pid>)."""
+    projects = docker_cli("ps", "-a", "--filter", "label=com.docker.compose.project", "--format",
+                          '{{.Label "com.docker.compose.project"}}').split()  # fmt: skip
+    for project in set(projects):
+        pid = project.removeprefix("trainyardci")
+        if project == pid or not pid.isdigit() or Path(f"/proc/{pid}").exists():
+            continue
+        label = f"label=com.docker.compose.project={project}"
+        docker_cli("rm", "-f", "-v", *docker_cli("ps", "-aq", "--filter", label).split())
+        volumes = docker_cli("volume", "ls", "-q", "--filter", label).split()
+        if volumes:
+            docker_cli("volume", "rm", *volumes)
+
+
+def earlier_builds_removed(*, before: int) -> None:
+    """Images of earlier builds that this one left untagged. Each is gigabytes on vfs (every layer a full copy),
+    and a machine that keeps them fills its disk after a few rebuilds (CI's did: "no space left on device")."""
+    docker_cli("image", "prune", "-f", "--filter", "label=org.trainyard.image", "--filter", f"until={before}")
+
+
+def room_checked(image: str, *, containers: int) -> None:
+    """On vfs every container is a full copy of its image: say how much room the stack needs before starting it,
+    rather than fail halfway with "no space left on device"."""
+    driver, root = docker_cli("info", "--format", "{{.Driver}} {{.DockerRootDir}}").split()
+    if driver != "vfs" or not Path(root).exists():
+        return
+    size = int(docker_cli("image", "inspect", "--format", "{{.Size}}", image))
+    need = size * containers + 4 * 2**30  # and room for the environment images and containers of the run
+    free = shutil.disk_usage(root).free
+    assert free >= need, (
+        f"the stack needs about {need / 2**30:.1f} GiB free under {root} ({containers} containers of "
+        f"{size / 2**30:.1f} GiB on vfs, plus the run's environments); {free / 2**30:.1f} GiB are free"
+    )
+    print(f"room: {free / 2**30:.1f} GiB free, {need / 2**30:.1f} GiB needed", file=sys.stderr)
 
 
 TRUST_STATE = (

@@ -8,7 +8,9 @@ from pathlib import Path
 from django.conf import settings
 from django.utils import timezone
 
+from envs.contract import ContractUnreadable
 from envs.providers import ProvisionError
+from webapp.catalog.contracts import contract_drift, version_contract_hash
 from webapp.catalog.deployments import provider_get, version_source
 from webapp.live.publish import close_layer, publish
 from webapp.runs.models import Run, Status
@@ -77,8 +79,20 @@ def provision_and_train(run: Run, provider, deployments: list) -> tuple[str, str
     except ProvisionError as exc:
         return Status.FAILED, f"the environment did not start: {exc}"
     deployments.append(deployment)
+    # The server must still be what the version pinned: an image or URL can change under a version.
+    try:
+        drift = contract_drift(version, deployment.endpoints[0], timeout=float(settings.TRAINYARD_ENV_STEP_TIMEOUT))
+    except ContractUnreadable as exc:
+        return Status.FAILED, f"the environment's contract could not be read, so it cannot be trusted to match: {exc}"
+    if drift:
+        return Status.FAILED, (f"the environment's server no longer matches {version} (its image or URL changed?): "
+                               "a run would train against tools the version never had. What differs (pinned → now):\n"
+                               + "\n".join(drift))[:2000]  # fmt: skip
     record = deployment.as_dict()
     record["handles"] = [getattr(h, "pid", h) for h in deployment.handles]
+    # The tool surface this run trains against, to compare with what the model meets in production.
+    record["contract_hash"] = version_contract_hash(version)
+    record["tools"] = [t["name"] for t in version.tools]
     Run.objects.filter(pk=run.pk).update(deployment=record)
     run.refresh_from_db()
     if run.status == Status.CANCELLING:

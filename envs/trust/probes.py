@@ -1,6 +1,13 @@
 """The seven probes. Each takes a running deployment's endpoint and the version's tools and returns a result with
 evidence. They talk to the server like a trainer would (OpenEnv's /ws, through envs.session); unlike a policy,
-they may read `state` to find what is hidden."""
+they may read `state` to find what is hidden.
+
+Attribution comes first: before any probe judges, `establish` measures what the server is (does reset(seed) give
+the same episode twice, how many sessions does it hold at once). A probe whose method cannot judge that kind of
+server says `not_applicable` and why, instead of reporting someone else's finding as its own: a random
+environment is never called leaky because a replay did not match, a full server is never called leaky because a
+second session was refused. Every failure says what it means for training and what to fix (`advice`).
+"""
 
 from __future__ import annotations
 
@@ -11,9 +18,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from envs.mcp_tools import mcp_result
-from envs.session import EnvError, EnvSession, SessionBroken
+from envs.measure import measure_capacity, measure_seeding
+from envs.session import EnvError, EnvSession, SessionBroken, SessionTimedOut
 from envs.tools import ToolSpec
 from envs.trust.actions import adversarial_pairs, malformed_actions, random_action
+from envs.trust.edge_cases import EdgeInput, edge_inputs
+from envs.trust.evidence import ADVICE, first_difference, leaf_values, numbers_in
 
 PASSED, FAILED, NOT_APPLICABLE = "passed", "failed", "not_applicable"
 BOOKKEEPING = {"episode_id", "step_count"}
@@ -25,9 +35,27 @@ class ProbeResult:
     status: str
     summary: str
     evidence: list[str] = field(default_factory=list)
+    advice: str = ""  # for a failure: what it means for training, and what to fix
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def failed(name: str, summary: str, evidence: list[str]) -> ProbeResult:
+    return ProbeResult(name, FAILED, summary, evidence, ADVICE[name])
+
+
+@dataclass
+class Facts:
+    """What the server is, measured before any probe judges it."""
+
+    seeding: str  # honoured, ignored, constant or unknown (envs.measure.measure_seeding)
+    concurrent: int  # sessions it held open at once, up to what the probes need
+    concurrent_note: str
+
+    @property
+    def deterministic(self) -> bool:
+        return self.seeding in {"honoured", "constant"}
 
 
 @dataclass
@@ -38,12 +66,24 @@ class ProbeContext:
     step_timeout: float = 10.0
     seed: int = 1234
     episode_steps: int = 6
-    stochastic: bool = False
+    stochastic: bool = False  # randomness declared by the environment (validation: reward.variance_tolerance)
     observation_schema: dict[str, Any] = field(default_factory=dict)
-    seeding: str = "unknown"  # what reset(seed) does, measured when the version was added (envs.measure)
+    seeding: str = "unknown"  # what reset(seed) did when the version was added; re-measured by establish
+    sweep_seconds: float = 4.0  # the timeouts probe's budget for stepping through edge-case inputs (hangs aside)
+    facts: Facts | None = None
+    hung_steps: int = 0  # steps of this check that never answered: each may still hold a session on the server
 
     def session(self, timeout: float | None = None) -> EnvSession:
         return EnvSession(self.endpoint, timeout=timeout or self.step_timeout)
+
+
+def establish(ctx: ProbeContext) -> Facts:
+    """Measure once what the probes' methods depend on (about 10 ms on a local server)."""
+    if ctx.facts is None:
+        seeding = measure_seeding(ctx.endpoint, tools=ctx.tools, timeout=ctx.step_timeout)
+        held = measure_capacity(ctx.endpoint, bound=max(2, min(ctx.capacity, 4)), timeout=ctx.step_timeout)
+        ctx.facts = Facts(seeding=seeding, concurrent=held.accepted, concurrent_note=held.note)
+    return ctx.facts
 
 
 def _view(result) -> str:
@@ -71,55 +111,96 @@ def _actions(ctx: ProbeContext, seed: int, n: int | None = None) -> list[dict]:
     return [random_action(ctx.tools, rng) for _ in range(n or ctx.episode_steps)]
 
 
-SEEDLESS = ("reset ignores its seed (measured when the version was added): two episodes of one seed never match, "
-            "so comparing them cannot judge this")  # fmt: skip
+def _shown(action: dict) -> str:
+    return json.dumps(action, ensure_ascii=False, default=str)[:160]
+
+
+def _where(step: int, actions: list[dict]) -> str:
+    return "reset" if step == 0 else f"step {step} ({_shown(actions[step - 1])})"
+
+
+RANDOM = "reset(seed) gave different episodes for the same seed and actions (see seed_determinism)"
 
 
 def probe_clean_reset(ctx: ProbeContext) -> ProbeResult:
-    if ctx.seeding == "ignored":
-        return ProbeResult("clean_reset", NOT_APPLICABLE, SEEDLESS)
+    facts = establish(ctx)
     with ctx.session() as used:
         used.reset(seed=ctx.seed)
         _play(used, _actions(ctx, ctx.seed))
         again = used.reset(seed=ctx.seed)
         state = used.state()
+    if state.get("step_count", 0) != 0:
+        return failed("clean_reset", "reset does not start the episode afresh",
+                      [f"state.step_count = {state.get('step_count')} right after reset(seed={ctx.seed}) that "
+                       f"followed an episode (expected 0)"])  # fmt: skip
+    if not facts.deterministic:
+        return ProbeResult("clean_reset", NOT_APPLICABLE, f"{RANDOM}, so a reset after an episode "
+                           "cannot be compared with a fresh one; state.step_count was 0 after reset")  # fmt: skip
     with ctx.session() as fresh:
         first = fresh.reset(seed=ctx.seed)
-    evidence = []
     if _view(again) != _view(first):
-        evidence.append(f"reset after an episode: {_view(again)[:300]}")
-        evidence.append(f"reset of a fresh session: {_view(first)[:300]}")
-    if state.get("step_count", 0) != 0:
-        evidence.append(f"step_count is {state.get('step_count')} right after reset")
-    if evidence:
-        return ProbeResult("clean_reset", FAILED, "reset does not start the episode afresh", evidence)
+        difference = first_difference(_view(again), _view(first))
+        return failed("clean_reset", "reset does not start the episode afresh",
+                      [f"reset(seed={ctx.seed}) after an episode vs in a fresh session: {difference}"])  # fmt: skip
     return ProbeResult("clean_reset", PASSED, "reset(seed) after an episode equals a fresh session's reset(seed)")
 
 
 def probe_seed_determinism(ctx: ProbeContext) -> ProbeResult:
-    if ctx.seeding == "ignored":
-        return ProbeResult("seed_determinism", NOT_APPLICABLE, SEEDLESS)
-    actions = _actions(ctx, ctx.seed + 1)
+    establish(ctx)
+    seed = ctx.seed + 1
+    actions = _actions(ctx, seed)
     runs = []
     for _ in range(2):
         with ctx.session() as s:
-            runs.append([_view(s.reset(seed=ctx.seed + 1)), *_play(s, actions)])
+            runs.append([_view(s.reset(seed=seed)), *_play(s, actions)])
     if runs[0] == runs[1]:
         return ProbeResult("seed_determinism", PASSED, "same seed and actions gave identical observations and rewards")
+    at = next((i for i, (a, b) in enumerate(zip(*runs, strict=False)) if a != b), min(map(len, runs)) - 1)
+    where = f"reset(seed={seed})" + (f", then {_where(at, actions)}" if at else "")
+    difference = first_difference(runs[0][at], runs[1][at]) if at < min(map(len, runs)) else "one episode ended"
     if ctx.stochastic:
-        return ProbeResult("seed_determinism", NOT_APPLICABLE, "the environment declares itself stochastic")
-    first_diff = next(i for i, (a, b) in enumerate(zip(*runs, strict=False)) if a != b)
-    return ProbeResult("seed_determinism", FAILED, f"two identical episodes differed at step {first_diff}",
-                       [runs[0][first_diff][:300], runs[1][first_diff][:300]])  # fmt: skip
+        return ProbeResult("seed_determinism", NOT_APPLICABLE, "the environment declares its randomness "
+                           f"(openenv.yaml); two episodes of one seed differed at {where}: {difference}")  # fmt: skip
+    return failed("seed_determinism", f"two episodes of one seed and the same actions differed at {where}",
+                  [f"{where}: {difference}"])  # fmt: skip
 
 
-def probe_session_isolation(ctx: ProbeContext, sessions: int = 4) -> ProbeResult:
-    if ctx.seeding == "ignored":
-        return ProbeResult("session_isolation", NOT_APPLICABLE, SEEDLESS)
+def _neighbours_unavailable(ctx: ProbeContext, facts: Facts) -> ProbeResult | None:
     if ctx.capacity < 2:
         return ProbeResult("session_isolation", NOT_APPLICABLE,
                            f"a replica takes {ctx.capacity} session at a time: no two sessions can meet")  # fmt: skip
-    n = min(sessions, ctx.capacity)
+    if facts.concurrent < 2:
+        return ProbeResult("session_isolation", NOT_APPLICABLE, f"the server held {facts.concurrent} session at once "
+                           f"({facts.concurrent_note[:160]}): no two sessions can meet here; the capacity probe "
+                           "judges whether that is what it declares")  # fmt: skip
+    return None
+
+
+CAPACITY_ERRORS = ("CAPACITY_REACHED", "capacity")
+
+
+def _capacity_refusal(exc: Exception) -> bool:
+    return any(word in str(getattr(exc, "code", "")) + str(exc) for word in CAPACITY_ERRORS)
+
+
+def probe_session_isolation(ctx: ProbeContext, sessions: int = 4) -> ProbeResult:
+    facts = establish(ctx)
+    unavailable = _neighbours_unavailable(ctx, facts)
+    if unavailable is not None:
+        return unavailable
+    try:
+        if facts.deterministic:
+            return _isolation_by_replay(ctx, min(sessions, ctx.capacity, facts.concurrent))
+        return _isolation_by_invariants(ctx)
+    except (EnvError, SessionBroken) as exc:
+        if not _capacity_refusal(exc):
+            raise
+        reason = f"a session was refused for capacity while the probe held others ({str(exc)[:160]})"
+        return ProbeResult("session_isolation", NOT_APPLICABLE, f"{reason}: a finding for the capacity probe")
+
+
+def _isolation_by_replay(ctx: ProbeContext, n: int) -> ProbeResult:
+    """Deterministic servers: sessions stepped in turn must each see what the same seed and actions show alone."""
     plans = [(ctx.seed + 10 + i, _actions(ctx, ctx.seed + 10 + i)) for i in range(n)]
     interleaved: list[list[str]] = [[] for _ in range(n)]
     opened = [ctx.session() for _ in range(n)]
@@ -138,6 +219,8 @@ def probe_session_isolation(ctx: ProbeContext, sessions: int = 4) -> ProbeResult
                     interleaved[i].append(_view(result))
                     done[i] = result.done
                 except EnvError as exc:
+                    if _capacity_refusal(exc):
+                        raise
                     interleaved[i].append(f"error {exc.code}")
     finally:
         for s in opened:
@@ -148,11 +231,93 @@ def probe_session_isolation(ctx: ProbeContext, sessions: int = 4) -> ProbeResult
             alone = [_view(solo.reset(seed=seed)), *_play(solo, actions)]
         if alone != interleaved[i]:
             at = next((k for k, (a, b) in enumerate(zip(alone, interleaved[i], strict=False)) if a != b), 0)
-            evidence.append(f"session {i} differs from its solo replay at step {at}: {interleaved[i][at][:200]} vs "
-                            f"{alone[at][:200]}")  # fmt: skip
+            evidence.append(f"session {i} (seed {seed}) at {_where(at, actions)}: beside {n - 1} other sessions "
+                            f"vs alone: {first_difference(interleaved[i][at], alone[at])}")  # fmt: skip
     if evidence:
-        return ProbeResult("session_isolation", FAILED, "sessions stepped together influence each other", evidence)
+        return failed("session_isolation", "sessions stepped together influence each other", evidence)
     return ProbeResult("session_isolation", PASSED, f"{n} interleaved sessions each matched a solo replay")
+
+
+def _numbers(session: EnvSession, result) -> dict[str, float]:
+    """Every number an episode shows (in observations, rewards and numbers written in text) and its state holds."""
+    out = {f"observation.{p}": v for p, v in numbers_in(result.observation)}
+    try:
+        state = session.state()
+    except EnvError:
+        state = {}
+    out |= {f"state.{p}": v for p, v in numbers_in({k: v for k, v in state.items() if k != "episode_id"})}
+    return out
+
+
+def _deltas(session: EnvSession, seed: int, actions: list[dict], neighbour=None) -> list[dict[str, float]]:
+    """How each number changed from one step to the next in one episode (a reset's observation often has another
+    shape than a step's); `neighbour()` runs between this session's steps."""
+    session.reset(seed=seed)
+    before: dict[str, float] | None = None
+    changes = []
+    for action in actions:
+        if neighbour is not None:
+            neighbour()
+        try:
+            result = session.step(action)
+        except EnvError as exc:
+            if _capacity_refusal(exc):
+                raise
+            continue
+        if result.done:
+            break  # an episode's last step may reset its counters: not a step like the others
+        after = _numbers(session, result)
+        if before is not None:
+            changes.append({p: after[p] - before[p] for p in after.keys() & before.keys()})
+        before = after
+    return changes
+
+
+def _isolation_by_invariants(ctx: ProbeContext, episodes: int = 4, busy_steps: int = 2) -> ProbeResult:
+    """Random servers: a replay cannot match, so look for what only another session could change. A number that
+    moves by the same amount in every step of every solo episode (a step counter, steps left) is the episode's
+    own clock; if it moves differently while a neighbour steps, the neighbour moved it. Random numbers never
+    move by the same amount every time, so randomness cannot raise this alarm."""
+    plans = [(ctx.seed + 40 + i, _actions(ctx, ctx.seed + 40 + i)) for i in range(episodes)]
+    solo: dict[str, set[float]] = {}
+    samples: dict[str, int] = {}
+    for seed, actions in plans:
+        with ctx.session() as s:
+            for change in _deltas(s, seed, actions):
+                for path, delta in change.items():
+                    solo.setdefault(path, set()).add(round(delta, 9))
+                    samples[path] = samples.get(path, 0) + 1
+    clocks = {p: next(iter(v)) for p, v in solo.items() if len(v) == 1 and samples[p] >= 4}
+    if not clocks:
+        return ProbeResult("session_isolation", NOT_APPLICABLE, f"{RANDOM}, and no number "
+                           "moves the same way in every step of a solo episode, so there is nothing a neighbour's "
+                           "steps could be seen to disturb")  # fmt: skip
+    evidence: list[str] = []
+    rng = random.Random(ctx.seed + 50)
+    for seed, actions in plans:
+        with ctx.session() as mine, ctx.session() as other:
+            other.reset(seed=seed + 1000)
+
+            def neighbour() -> None:
+                for _ in range(busy_steps):
+                    try:
+                        if other.step(random_action(ctx.tools, rng)).done:
+                            other.reset(seed=rng.randrange(10**6))
+                    except EnvError as exc:
+                        if _capacity_refusal(exc):
+                            raise
+
+            for step, change in enumerate(_deltas(mine, seed, actions, neighbour), start=2):
+                for path, usual in clocks.items():
+                    if path in change and round(change[path], 9) != usual and len(evidence) < 4:
+                        evidence.append(f"{path} moved by {change[path]:g} in step {step} "
+                                        f"({_shown(actions[step - 1])}) of seed {seed} while a neighbour session took "
+                                        f"{busy_steps} steps; alone it moves by {usual:g} in every step")  # fmt: skip
+    if evidence:
+        return failed("session_isolation", "another session's steps change what this session sees", evidence)
+    shown = ", ".join(sorted(clocks)[:4])
+    return ProbeResult("session_isolation", PASSED, "the environment is random, so sessions were compared by what "
+                       f"moves the same way in every solo step ({shown}): a busy neighbour never moved it")  # fmt: skip
 
 
 def _reward_of(ctx: ProbeContext, seed: int, action: dict) -> tuple[float | None, str | None]:
@@ -166,6 +331,7 @@ def _reward_of(ctx: ProbeContext, seed: int, action: dict) -> tuple[float | None
 
 
 def probe_reward_integrity(ctx: ProbeContext) -> ProbeResult:
+    establish(ctx)
     rng = random.Random(ctx.seed + 2)
     evidence, checked = [], 0
     for label, attack, neutral in adversarial_pairs(ctx.tools, rng):
@@ -173,8 +339,10 @@ def probe_reward_integrity(ctx: ProbeContext) -> ProbeResult:
             attack_reward, _ = _reward_of(ctx, seed, attack)
             neutral_reward, _ = _reward_of(ctx, seed, neutral)
             checked += 1
-            if attack_reward is not None and attack_reward > (neutral_reward or 0.0):
-                evidence.append(f"{label}: reward {attack_reward} vs {neutral_reward} for the neutral twin")
+            paid = attack_reward is not None and attack_reward > (neutral_reward or 0.0)
+            if paid and _attack_pays_again(ctx, seed, attack, neutral):
+                evidence.append(f"{label}: {_shown(attack)} earned {attack_reward} after reset(seed={seed}); "
+                                f"its neutral twin {_shown(neutral)} earned {neutral_reward}")  # fmt: skip
     for label, action in malformed_actions(ctx.tools, rng):
         checked += 1
         try:
@@ -185,23 +353,28 @@ def probe_reward_integrity(ctx: ProbeContext) -> ProbeResult:
                 continue  # an MCP tool refuses bad arguments with a tool error, which is the right answer
             if label.endswith("oversized") and not result.reward:
                 continue  # a long text is no attack when it earns nothing and the server survives it
-            evidence.append(f"{label} was accepted (reward {result.reward})")
+            evidence.append(f"{label} was accepted (reward {result.reward}): {_shown(action)}")
         except EnvError as exc:
             if exc.code != "VALIDATION_ERROR":
-                evidence.append(f"{label} was not refused as invalid but failed with {exc.code}: {exc.message[:200]}")
+                evidence.append(f"{label} was not refused as invalid but failed with {exc.code}: "
+                                f"{exc.message[:200]} ({_shown(action)})")  # fmt: skip
         except SessionBroken as exc:
-            evidence.append(f"{label} broke the session: {exc}")
+            evidence.append(f"{label} broke the session: {exc} ({_shown(action)})")
     if evidence:
-        return ProbeResult("reward_integrity", FAILED, "actions could earn what they did not do, or crash", evidence)
+        return failed("reward_integrity", "actions could earn what they did not do, or crash", evidence)
     return ProbeResult("reward_integrity", PASSED, f"{checked} adversarial and malformed actions earned nothing extra")
 
 
-def _leaf_values(value: Any, path: str = "") -> list[tuple[str, Any]]:
-    if isinstance(value, dict):
-        return [leaf for k, v in value.items() for leaf in _leaf_values(v, f"{path}.{k}" if path else k)]
-    if isinstance(value, list):
-        return [leaf for i, v in enumerate(value) for leaf in _leaf_values(v, f"{path}[{i}]")]
-    return [(path, value)]
+def _attack_pays_again(ctx: ProbeContext, seed: int, attack: dict, neutral: dict) -> bool:
+    """On a random server one lucky draw is not a finding: the attack must out-earn its twin again."""
+    if establish(ctx).deterministic:
+        return True
+    wins = 0
+    for k in range(3):
+        again, _ = _reward_of(ctx, seed + 100 + k, attack)
+        twin, _ = _reward_of(ctx, seed + 100 + k, neutral)
+        wins += again is not None and again > (twin or 0.0)
+    return wins == 3
 
 
 def probe_hidden_state(ctx: ProbeContext, seeds: int = 5) -> ProbeResult:
@@ -210,36 +383,35 @@ def probe_hidden_state(ctx: ProbeContext, seeds: int = 5) -> ProbeResult:
     leaks: dict[str, dict[int, str]] = {}
     hidden_seen: set[str] = set()
     for k in range(seeds):
+        seed = ctx.seed + 100 + k
+        actions = _actions(ctx, seed, 2)
         with ctx.session() as s:
-            seen = [s.reset(seed=ctx.seed + 100 + k)]
+            seen = [("reset", s.reset(seed=seed))]
             state = s.state()
-            for action in _actions(ctx, ctx.seed + 100 + k, 2):
+            for action in actions:
                 try:
-                    seen.append(s.step(action))
+                    seen.append((f"step {_shown(action)}", s.step(action)))
                 except EnvError:
                     pass
         hidden = {key: v for key, v in state.items() if key not in shown_fields and key not in BOOKKEEPING}
         hidden_seen |= set(hidden)
-        shown = [leaf for r in seen for leaf in _leaf_values(r.observation)]
         for key, value in hidden.items():
-            for path, shown_value in shown:
-                if path.split(".")[-1] == key and shown_value == value:
-                    leaks.setdefault(key, {})[k] = f"observation field {path} = {shown_value!r}"
-                elif (isinstance(value, str) and len(value) >= 3 and isinstance(shown_value, str)
-                      and value in shown_value):  # fmt: skip
-                    leaks.setdefault(key, {})[k] = f"observation field {path} contains {value!r}"
+            for where, result in seen:
+                for path, shown_value in leaf_values(result.observation):
+                    found = leaks.setdefault(key, {})  # the first place it shows, per seed
+                    if path.split(".")[-1] == key and shown_value == value:
+                        found.setdefault(k, f"observation field {path} = {shown_value!r} (after {where})")
+                    elif (isinstance(value, str) and len(value) >= 3 and isinstance(shown_value, str)
+                          and value in shown_value):  # fmt: skip
+                        found.setdefault(k, f"observation field {path} contains {value!r} (after {where})")
     if not hidden_seen:
         return ProbeResult("hidden_state", NOT_APPLICABLE, "the state has no fields beyond what observations show")
     # A leak shows in every seed: a hidden value equal to a shown one by chance is not a leak.
     confirmed = {key: by_seed for key, by_seed in leaks.items() if len(by_seed) == seeds}
     if confirmed:
-        evidence = [f"state.{key} (hidden): {next(iter(by_seed.values()))} in every seed" for key, by_seed in
+        evidence = [f"state.{key} (hidden): {next(iter(by_seed.values()))}, in every seed" for key, by_seed in
                     confirmed.items()]  # fmt: skip
-        evidence.append(
-            "What it means: the policy can read what it should infer, and will learn to copy it; "
-            "fix: leave the hidden field out of the observation (or declare it, if it is meant to show)."
-        )
-        return ProbeResult("hidden_state", FAILED, "observations reveal hidden state", evidence)
+        return failed("hidden_state", "observations reveal hidden state", evidence)
     return ProbeResult("hidden_state", PASSED, f"hidden fields {sorted(hidden_seen)} never appeared in observations")
 
 
@@ -261,34 +433,74 @@ def probe_capacity(ctx: ProbeContext) -> ProbeResult:
         for s in opened:
             s.close()
     if refused_at is None:
-        return ProbeResult("capacity", FAILED, f"the server accepted {ctx.capacity + 1} sessions but declares "
-                           f"{ctx.capacity}", [f"{len(opened)} sessions open at once"])  # fmt: skip
+        return failed("capacity", f"the server accepted {ctx.capacity + 1} sessions but declares {ctx.capacity}",
+                      [f"{len(opened)} sessions open and reset at once; declared capacity {ctx.capacity}"])  # fmt: skip
+    if refused_at[0] < ctx.capacity and ctx.hung_steps:
+        return ProbeResult("capacity", NOT_APPLICABLE, f"refused session {refused_at[0] + 1} of a declared "
+                           f"{ctx.capacity}, but {ctx.hung_steps} step(s) of this check hung earlier and may still "
+                           "hold sessions: see timeouts")  # fmt: skip
     if refused_at[0] < ctx.capacity:
-        return ProbeResult("capacity", FAILED, f"refused session {refused_at[0] + 1} of a declared {ctx.capacity}",
-                           [refused_at[1]])  # fmt: skip
+        return failed("capacity", f"refused session {refused_at[0] + 1} of a declared {ctx.capacity}",
+                      [f"session {refused_at[0] + 1} (with {refused_at[0]} open): {refused_at[1][:300]}"])  # fmt: skip
     return ProbeResult("capacity", PASSED, f"session {ctx.capacity + 1} refused: {refused_at[1][:120]}")
 
 
-def probe_timeouts(ctx: ProbeContext) -> ProbeResult:
-    slowest, evidence = 0.0, []
-    with ctx.session() as s:
-        s.reset(seed=ctx.seed)
-        for action in _actions(ctx, ctx.seed + 5, ctx.episode_steps):
+def _slots_free(ctx: ProbeContext) -> int:
+    return measure_capacity(ctx.endpoint, bound=min(ctx.capacity, 64), timeout=min(ctx.step_timeout, 5.0)).accepted
+
+
+def probe_timeouts(ctx: ProbeContext, max_hangs: int = 2) -> ProbeResult:
+    """Step through every edge-case input (envs.trust.edge_cases) with the step timeout, within a time budget;
+    report the slowest, and the inputs that hang with what a hung step does to the server's free sessions."""
+    inputs = edge_inputs(ctx.tools, seed=ctx.seed + 5)
+    timings: list[tuple[float, EdgeInput]] = []
+    hangs: list[EdgeInput] = []
+    spent, tried = 0.0, 0
+    session = ctx.session()
+    try:
+        session.reset(seed=ctx.seed)
+        for item in inputs:
+            if spent > ctx.sweep_seconds or len(hangs) >= max_hangs:
+                break
+            tried += 1
             started = time.perf_counter()
             try:
-                result = s.step(action)
+                result = session.step(item.action)
+                took = time.perf_counter() - started
+                if result.done:
+                    session.reset(seed=ctx.seed)
             except EnvError:
+                took = time.perf_counter() - started  # a refusal is an answer
+            except SessionTimedOut:
+                hangs.append(item)
+                ctx.hung_steps += 1
+                session.close()
+                session = ctx.session()
+                session.reset(seed=ctx.seed)
                 continue
-            except SessionBroken as exc:
-                evidence.append(f"{json.dumps(action)[:120]}: {exc}")
-                break
-            slowest = max(slowest, time.perf_counter() - started)
-            if result.done:
-                s.reset(seed=ctx.seed)
-    if evidence:
-        return ProbeResult("timeouts", FAILED, f"a step ran past the {ctx.step_timeout:g} s limit and was cut off",
-                           evidence)  # fmt: skip
-    return ProbeResult("timeouts", PASSED, f"slowest step {slowest * 1e3:.1f} ms, within {ctx.step_timeout:g} s")
+            spent += took
+            timings.append((took, item))
+    finally:
+        session.close()
+    timings.sort(key=lambda t: -t[0])
+    slowest = ", ".join(f"{item.label} {took * 1e3:.1f} ms" for took, item in timings[:3]) or "none answered"
+    untried = f"; {len(inputs) - tried} inputs left untried (time budget)" if tried < len(inputs) else ""
+    if not hangs:
+        return ProbeResult("timeouts", PASSED, f"{tried} edge-case and random inputs all answered within "
+                           f"{ctx.step_timeout:g} s; slowest: {slowest}{untried}")  # fmt: skip
+    evidence = [f"{item.label} did not answer within {ctx.step_timeout:g} s (after reset(seed={ctx.seed})): "
+                f"{_shown(item.action)}" for item in hangs]  # fmt: skip
+    if ctx.capacity <= 64:
+        free = _slots_free(ctx)
+        if free < ctx.capacity:
+            evidence.append(f"afterwards the server held {free} of its {ctx.capacity} sessions: each hung step keeps "
+                            "its session's slot while it runs on, so a few hung steps fill a replica and later "
+                            "rollouts are refused for capacity")  # fmt: skip
+        else:
+            evidence.append(f"afterwards the server still held all {ctx.capacity} sessions: the hung steps gave "
+                            "their slots back")  # fmt: skip
+    evidence.append(f"slowest of the {len(timings)} that answered: {slowest}")
+    return failed("timeouts", f"{len(hangs)} input(s) hang a step past the {ctx.step_timeout:g} s limit", evidence)
 
 
 PROBES = [probe_clean_reset, probe_seed_determinism, probe_session_isolation, probe_reward_integrity,
@@ -296,14 +508,22 @@ PROBES = [probe_clean_reset, probe_seed_determinism, probe_session_isolation, pr
 
 
 def run_probes(ctx: ProbeContext, progress=lambda name, i, n: None) -> list[ProbeResult]:
+    """Establish what the server is, then run the probes in order; the timeouts probe runs last, because the
+    steps it hangs may hold sessions for a while."""
+    progress("establishing", 0, len(PROBES))
+    establish(ctx)
     results = []
     for i, probe in enumerate(PROBES):
         name = probe.__name__.removeprefix("probe_")
         progress(name, i, len(PROBES))
         try:
             results.append(probe(ctx))
+        except SessionTimedOut as exc:
+            ctx.hung_steps += 1
+            results.append(ProbeResult(name, NOT_APPLICABLE, f"could not judge: {exc} (the timeouts probe looks for "
+                                       "the inputs that hang)"))  # fmt: skip
         except SessionBroken as exc:
-            results.append(ProbeResult(name, FAILED, "the probe's session broke", [str(exc)]))
+            results.append(failed(name, "the probe's session broke", [str(exc)]))
         except EnvError as exc:
-            results.append(ProbeResult(name, FAILED, "the server refused a valid request", [str(exc)]))
+            results.append(failed(name, "the server refused a valid request", [str(exc)]))
     return results

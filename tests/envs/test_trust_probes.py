@@ -1,19 +1,30 @@
-"""Each planted fault is caught by its probe; the clean twin and the three built-ins pass every probe."""
+"""Each planted fault is caught by its probe and by no other; the clean twins and the three built-ins fail none.
+
+The fixtures (tests/fixtures/envs/faulty.py) are small servers with one fault each: some deterministic, some
+random by design, one that hangs only for one edge-case input, one that holds a single session whatever it is told.
+"""
 
 from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
 
 import httpx
 import pytest
 
+from envs.builtin import declares_randomness, read_manifest
 from envs.tools import tools_from_action_schema
 from envs.trust.probes import (
     FAILED,
+    NOT_APPLICABLE,
     PASSED,
     ProbeContext,
     probe_capacity,
     probe_clean_reset,
     probe_hidden_state,
     probe_reward_integrity,
+    probe_seed_determinism,
     probe_session_isolation,
     probe_timeouts,
     run_probes,
@@ -23,12 +34,13 @@ from tests.envs.conftest import builtin_source, fixture_source
 CAPACITY = 4
 
 
-def context_for(deployment, step_timeout: float = 3.0) -> ProbeContext:
+def context_for(deployment, source, step_timeout: float = 3.0, capacity: int = CAPACITY) -> ProbeContext:
     endpoint = deployment.endpoints[0]
     schema = httpx.get(endpoint + "/schema").json()
     return ProbeContext(
-        endpoint=endpoint, tools=tools_from_action_schema(schema["action"]), capacity=CAPACITY,
+        endpoint=endpoint, tools=tools_from_action_schema(schema["action"]), capacity=capacity,
         step_timeout=step_timeout, observation_schema=schema["observation"],
+        stochastic=declares_randomness(read_manifest(Path(source.reference))),
     )  # fmt: skip
 
 
@@ -36,62 +48,104 @@ def context_for(deployment, step_timeout: float = 3.0) -> ProbeContext:
 def probe_context(process_provider):
     deployments = []
 
-    def make(source):
+    def make(source, capacity: int = CAPACITY):
         deployments.append(process_provider.provision(source))
-        return context_for(deployments[-1])
+        return context_for(deployments[-1], source, capacity=capacity)
 
     yield make
     for deployment in deployments:
         process_provider.teardown(deployment)
 
 
-@pytest.mark.parametrize(
-    ("fault", "probe"),
-    [
-        ("leaky_global", probe_session_isolation),
-        ("unclean_reset", probe_clean_reset),
-        ("text_reward", probe_reward_integrity),
-        ("exposed_secret", probe_hidden_state),
-        ("lying_capacity", probe_capacity),
-        ("hanging_step", probe_timeouts),
-    ],
-)
+PLANTED = {
+    "leaky_global": probe_session_isolation,
+    "unclean_reset": probe_clean_reset,
+    "text_reward": probe_reward_integrity,
+    "exposed_secret": probe_hidden_state,
+    "lying_capacity": probe_capacity,
+    "hanging_step": probe_timeouts,
+    "edge_hang": probe_timeouts,  # hangs only for one edge-case note ("zzz…")
+    "seedless": probe_seed_determinism,  # random, undeclared, but isolated
+    "random_counter": probe_session_isolation,  # random (declared) with a move counter shared by all sessions
+    "capacity_one": probe_capacity,  # declared 4, holds 1
+}
+
+
+@pytest.mark.parametrize(("fault", "probe"), PLANTED.items())
 def test_each_planted_fault_is_caught_by_its_probe(probe_context, fault, probe):
     ctx = probe_context(fixture_source(f"beacon_{fault}", capacity=CAPACITY))
     result = probe(ctx)
     assert result.status == FAILED, result
-    assert result.evidence
+    assert result.evidence and result.advice.startswith("What it means:") and "fix:" in result.advice
 
 
-@pytest.mark.parametrize("fault", ["leaky_global", "unclean_reset", "text_reward", "exposed_secret"])
-def test_a_fault_does_not_trip_unrelated_probes_into_passing_it(probe_context, fault):
-    """The same probe passes on the clean twin, so it is the fault that fails it, not the probe."""
-    probe = {"leaky_global": probe_session_isolation, "unclean_reset": probe_clean_reset,
-             "text_reward": probe_reward_integrity, "exposed_secret": probe_hidden_state}[fault]  # fmt: skip
-    assert probe(probe_context(fixture_source("beacon_clean", capacity=CAPACITY))).status == PASSED
+@pytest.mark.parametrize("fault", [f for f in PLANTED if f != "hanging_step"])  # it hangs every step, for a minute
+def test_each_fault_is_attributed_to_its_probe_alone(probe_context, fault):
+    """No finding is reported as another probe's: a random server is not leaky, a full one is not leaky either."""
+    results = run_probes(probe_context(fixture_source(f"beacon_{fault}", capacity=CAPACITY)))
+    failures = {r.name: r.evidence for r in results if r.status == FAILED}
+    assert set(failures) == {PLANTED[fault].__name__.removeprefix("probe_")}, failures
 
 
-def test_the_clean_twin_passes_every_probe(probe_context):
-    results = run_probes(probe_context(fixture_source("beacon_clean", capacity=CAPACITY)))
-    assert [(r.name, r.status) for r in results] == [(r.name, PASSED) for r in results], results
+CLEAN_TWINS = {"beacon_clean": CAPACITY, "beacon_stochastic": CAPACITY, "beacon_capacity_one": 1}
+
+
+@pytest.mark.parametrize(("twin", "capacity"), CLEAN_TWINS.items())
+def test_no_probe_fails_on_a_clean_twin(probe_context, twin, capacity):
+    """Deterministic; random by declaration; a single session, declared as such."""
+    results = run_probes(probe_context(fixture_source(twin, capacity=capacity), capacity=capacity))
+    assert [r for r in results if r.status == FAILED] == [], results
     assert len(results) == 7
+    if twin == "beacon_clean":
+        assert {r.status for r in results} == {PASSED}
 
 
-@pytest.mark.parametrize("slug", ["guess-number", "word-guess", "grid-catch"])
-def test_the_builtin_environments_pass_every_probe(probe_context, slug):
-    results = run_probes(probe_context(builtin_source(slug, capacity=CAPACITY)))
-    failures = [r for r in results if r.status != PASSED]
-    assert failures == [], failures
+def test_a_random_server_is_judged_for_isolation_by_what_only_a_neighbour_could_move(probe_context):
+    isolated = probe_session_isolation(probe_context(fixture_source("beacon_stochastic", capacity=CAPACITY)))
+    assert isolated.status == PASSED and "moves the same way in every solo step" in isolated.summary
+    shared = probe_session_isolation(probe_context(fixture_source("beacon_random_counter", capacity=CAPACITY)))
+    assert shared.status == FAILED
+    assert shared.evidence[0].startswith("observation.message#1 moved by 3 in step ")
+    assert "alone it moves by 1 in every step" in shared.evidence[0]
+
+
+def test_a_server_that_holds_one_session_is_a_capacity_finding_not_an_isolation_one(probe_context):
+    ctx = probe_context(fixture_source("beacon_capacity_one", capacity=CAPACITY))
+    assert probe_session_isolation(ctx).status == NOT_APPLICABLE
+    capacity = probe_capacity(ctx)
+    assert capacity.summary == "refused session 2 of a declared 4" and "CAPACITY_REACHED" in capacity.evidence[0]
+
+
+def test_the_timeouts_probe_finds_the_input_that_hangs_and_says_what_it_costs(probe_context):
+    result = probe_timeouts(probe_context(fixture_source("beacon_edge_hang", capacity=CAPACITY)))
+    assert result.status == FAILED
+    assert result.evidence[0].startswith('probe(note="zzz") did not answer within 3 s')
+    assert any("of its 4 sessions: each hung step keeps its session's slot" in e for e in result.evidence)
+
+
+def test_the_builtin_environments_pass_every_probe_within_seconds(probe_context):
+    for slug in ("guess-number", "word-guess", "grid-catch"):
+        ctx = probe_context(builtin_source(slug, capacity=CAPACITY))
+        started = time.monotonic()
+        results = run_probes(replace(ctx, step_timeout=10.0))
+        took = time.monotonic() - started
+        failures = [r for r in results if r.status != PASSED]
+        assert failures == [], failures
+        timeouts = next(r for r in results if r.name == "timeouts")
+        assert "edge-case and random inputs all answered" in timeouts.summary
+        print(f"{slug}: probes in {took:.1f} s; {timeouts.summary}")
 
 
 def test_a_declared_stochastic_environment_is_reported_as_such_not_failed(probe_context):
-    from dataclasses import replace
-
-    from envs.trust.probes import NOT_APPLICABLE, probe_seed_determinism
-
     ctx = probe_context(fixture_source("beacon_stochastic", capacity=CAPACITY))
-    assert probe_seed_determinism(replace(ctx, stochastic=True)).status == NOT_APPLICABLE
-    assert probe_seed_determinism(ctx).status == FAILED  # the same randomness, undeclared
+    assert ctx.stochastic  # declared in openenv.yaml's validation: block
+    assert probe_seed_determinism(ctx).status == NOT_APPLICABLE
+    undeclared = probe_seed_determinism(replace(ctx, stochastic=False, facts=None))
+    assert undeclared.status == FAILED  # the same randomness, undeclared
+    assert (
+        undeclared.evidence[0].startswith(f"reset(seed={ctx.seed + 1})")
+        and "observation.message: " in (undeclared.evidence[0])
+    )
 
 
 def test_the_catalog_reads_the_declaration_from_the_manifest(acme):
@@ -101,11 +155,13 @@ def test_the_catalog_reads_the_declaration_from_the_manifest(acme):
     env = environment_create(team=acme, user=None, name="dice", source_kind="folder",
                              source_ref=str(FIXTURE_ENVS / "beacon_stochastic"))  # fmt: skip
     assert env.versions.get().server_metadata["stochastic"] is True
+    assert declares_randomness({"name": "old", "stochastic": True})  # Trainyard's older key still counts
+    assert not declares_randomness({"name": "x", "validation": {"reward": {"variance_tolerance": 0}}})
 
 
 def test_hidden_state_evidence_names_the_field_and_says_what_to_do(probe_context):
     result = probe_hidden_state(probe_context(fixture_source("beacon_exposed_secret", capacity=CAPACITY)))
     assert result.status == FAILED
     assert result.evidence[0].startswith("state.target (hidden): observation field metadata.target = ")
-    assert "in every seed" in result.evidence[0]
-    assert result.evidence[-1].startswith("What it means:") and "fix:" in result.evidence[-1]
+    assert "(after reset)" in result.evidence[0] and result.evidence[0].endswith("in every seed")
+    assert result.advice.startswith("What it means:") and "fix:" in result.advice

@@ -89,8 +89,9 @@ def test_each_pattern_trains_with_real_environment_steps(pattern, acme, tiny_mod
     if pattern == "seedless_dice":
         assert version.seeding == "ignored"
         probes = {r["name"]: r["status"] for r in report.results}
-        # A random start is not a leak between sessions: the probes that replay a seed say they cannot judge.
-        assert probes["session_isolation"] == probes["seed_determinism"] == "not_applicable"
+        # Undeclared randomness is a seed finding, and only that: a random start is no leak between sessions.
+        assert probes["seed_determinism"] == "failed" and probes["clean_reset"] == "not_applicable"
+        assert probes["session_isolation"] == "passed"
     if pattern in {"metadata_maze", "git"}:
         assert any("layout" in (t["content"] or "") for t in tool_turns), "metadata must reach the model"
     if pattern == "git":

@@ -11,7 +11,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from envs.builtin import builtin_environments, builtin_get, read_manifest
+from envs.builtin import builtin_environments, builtin_get, declares_randomness, read_manifest
 from envs.dependencies import DependencyError, declared_requirements, environment_python, missing_requirements
 from envs.git_source import GitSourceError, git_resolve
 from envs.measure import CapacityMeasure, measure_capacity, measure_seeding
@@ -148,8 +148,7 @@ def version_inspect(
         discovered = discover(endpoint)
         if folder is not None and (folder / "openenv.yaml").exists():
             # OpenEnv's /metadata has no field for it: an environment declares randomness in its manifest.
-            manifest = read_manifest(folder)
-            discovered.metadata["stochastic"] = bool(manifest.get("stochastic", False))
+            discovered.metadata["stochastic"] = declares_randomness(read_manifest(folder))
         progress("measuring its capacity")
         measured = measure_capacity(endpoint, bound=min(capacity, settings.TRAINYARD_CAPACITY_PROBE_LIMIT),
                                     timeout=timeout)  # fmt: skip

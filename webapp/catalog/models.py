@@ -91,6 +91,9 @@ class EnvironmentVersion(models.Model):
     observation_schema = models.JSONField(default=dict)
     state_schema = models.JSONField(default=dict)
     server_metadata = models.JSONField(default=dict)
+    contract_hash = models.CharField(
+        max_length=64, blank=True, help_text="sha256 of the schemas (and MCP tools) pinned when it was added"
+    )
     used_at = models.DateTimeField(null=True, blank=True, help_text="When a run first used it; then it is frozen")
     created_by = models.ForeignKey(
         django_settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"

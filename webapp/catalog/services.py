@@ -13,6 +13,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from envs.builtin import builtin_environments
+from envs.contract import contract_hash, contract_of
 from envs.mcp_tools import mcp_result
 from envs.providers import ProvisionError
 from envs.providers.base import content_hash
@@ -132,6 +133,9 @@ def _inspect_with_settings(
 def _version_save(environment, user, label, source: SourceSpec, inspection: Inspection, cleaned: dict[str, Any]):
     discovered = inspection.discovered
     measured = inspection.capacity
+    contract = contract_of(action=discovered.action_schema, observation=discovered.observation_schema,
+                           state=discovered.state_schema,
+                           mcp_tools=[t.as_dict() for t in discovered.tools] if discovered.mcp else None)  # fmt: skip
     version = EnvironmentVersion.objects.create(
         environment=environment,
         label=label,
@@ -152,6 +156,7 @@ def _version_save(environment, user, label, source: SourceSpec, inspection: Insp
         observation_schema=discovered.observation_schema,
         state_schema=discovered.state_schema,
         server_metadata=discovered.metadata,
+        contract_hash=contract_hash(contract),
         created_by=user,
     )
     if settings.TRAINYARD_TRUST_ON_ADD:

@@ -1,4 +1,7 @@
-"""`manage.py trust_check SLUG [--version V] [--provider process|docker|url] --json`: run the probes now."""
+"""`manage.py trust_check SLUG [--version V] [--provider process|docker|url] --json`: run the probes now.
+
+`--compare-url URL` instead compares a running deployment's contract (schemas, MCP tools) with the version's pinned
+one: are the tools a model trained against the tools it meets in production? Exit status 1 when they differ."""
 
 from __future__ import annotations
 
@@ -7,6 +10,8 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
+from envs.contract import ContractUnreadable
+from webapp.catalog.contracts import contract_drift, version_contract_hash
 from webapp.catalog.management.commands.env import environment_resolve
 from webapp.catalog.models import TrustReport
 from webapp.catalog.trust import trust_check_run
@@ -25,6 +30,7 @@ class Command(BaseCommand):
         parser.add_argument("--team", help="team slug, when several teams use the slug")
         parser.add_argument("--provider", choices=["process", "docker", "url"])
         parser.add_argument("--json", action="store_true")
+        parser.add_argument("--compare-url", metavar="URL", help="compare this deployment's contract; run no probes")
 
     def handle(self, *args, **options) -> None:
         environment = environment_resolve(options["slug"], options.get("team"))
@@ -32,6 +38,9 @@ class Command(BaseCommand):
         version = versions.filter(label=options["version"]).first() if options["version"] else versions.first()
         if version is None:
             raise CommandError(f"{environment.slug} has no such version")
+        if options["compare_url"]:
+            self.compare(version, options["compare_url"].rstrip("/"), as_json=options["json"])
+            return
         report = TrustReport.objects.create(version=version)
         report = trust_check_run(
             report=report, provider_kind=options["provider"],
@@ -49,5 +58,30 @@ class Command(BaseCommand):
         else:
             for r in report.results:
                 self.stdout.write(f"{r['status']:<15} {r['name']:<18} {r['summary']}")
+                if r["status"] == "failed":
+                    for line in [*r.get("evidence", [])[:5], r.get("advice", "")]:
+                        if line:
+                            self.stdout.write(f"{'':<34} {line}")
         if report.state == TrustReport.State.ERROR:
             raise CommandError(report.error)
+
+    def compare(self, version, url: str, *, as_json: bool) -> None:
+        if not url.startswith(("http://", "https://")):
+            raise CommandError(f"--compare-url must be an http(s) URL, not {url!r}")
+        try:
+            differences = contract_drift(version, url)
+        except ContractUnreadable as exc:
+            raise CommandError(f"{url} did not say what it serves: {exc}") from exc
+        body = {"environment": version.environment.slug, "version": version.label, "compare_url": url,
+                "same": not differences, "pinned_contract": version_contract_hash(version),
+                "differences": differences}  # fmt: skip
+        if as_json:
+            self.stdout.write(json.dumps(body, indent=2))
+        elif differences:
+            self.stdout.write(f"{url} differs from {version} (pinned → there):")
+            for line in differences:
+                self.stdout.write(f"  {line}")
+        else:
+            self.stdout.write(f"{url} serves the same tools and schemas as {version}")
+        if differences:
+            raise CommandError(f"{url} does not serve {version}'s contract")
