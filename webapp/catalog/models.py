@@ -148,6 +148,8 @@ class TrustReport(models.Model):
     version = models.ForeignKey(EnvironmentVersion, on_delete=models.CASCADE, related_name="trust_reports")
     state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
     results = models.JSONField(default=list)
+    # OpenEnv's own validator beside our probes: [{"mode": local|url, "verdict", "checks": [...], "report": {...}}]
+    openenv_validation = models.JSONField(default=list, blank=True)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
@@ -12,6 +13,7 @@ from django.utils import timezone
 
 from envs.providers import ProvisionError
 from envs.tools import ToolSpec
+from envs.trust.openenv_validator import openenv_validation
 from envs.trust.probes import ProbeContext, run_probes
 from webapp.catalog.deployments import default_provider_kind, provider_get, version_source
 from webapp.catalog.models import EnvironmentVersion, TrustReport
@@ -107,6 +109,9 @@ def trust_check_run(
             seeding=version.seeding,
         )
         results = run_probes(ctx, progress=lambda name, i, n: progress(f"probe {i + 1}/{n}: {name}"))
+        progress("OpenEnv's validator")
+        folder = Path(source.reference) if source.kind == "folder" else None
+        report.openenv_validation = openenv_validation(deployment.endpoints[0], folder)
     except Exception as exc:
         report.state, report.error, report.finished_at = (
             TrustReport.State.ERROR,

@@ -35,6 +35,27 @@ def test_trust_check_command_reports_every_probe(acme):
         "timeouts",
     ]  # fmt: skip
     assert TrustReport.objects.get().verdict == "passed"
+    # OpenEnv's validator ran beside the probes: the package checks (its validation: block) and the URL checks.
+    modes = {v["mode"]: v for v in TrustReport.objects.get().openenv_validation}
+    assert set(modes) == {"local", "url"}
+    assert modes["url"]["verdict"] == "pass" and len(modes["url"]["checks"]) == 6
+    local = {c["id"]: c["status"] for c in modes["local"]["checks"]}
+    assert local["static.manifest"] == "pass" and "fail" not in local.values() and "error" not in local.values()
+
+
+def test_the_report_page_shows_advice_and_the_validators_checks(client_for, alice, acme):
+    version = register_builtin(acme, "guess-number")
+    TrustReport.objects.create(
+        version=version, state="done",
+        results=[{"name": "timeouts", "status": "failed", "summary": "1 input(s) hang", "evidence": ["guess(x)"],
+                  "advice": "What it means: a rollout waits; fix: bound the work."}],
+        openenv_validation=[{"mode": "url", "verdict": "fail", "checks": [
+            {"id": "health_endpoint", "status": "fail", "evidence": "GET /health: expected 200, got 503"}]}],
+    )  # fmt: skip
+    page = client_for(alice).get(reverse("catalog:environment-detail", args=[version.environment.pk]))
+    html = page.content.decode()
+    assert "What it means: a rollout waits; fix: bound the work." in html
+    assert "OpenEnv's validator (URL mode)" in html and "GET /health: expected 200, got 503" in html
 
 
 @pytest.mark.django_db(transaction=True)
