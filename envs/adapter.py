@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from envs.event_loop import run_on_session_loop
 from envs.mcp_tools import mcp_result
-from envs.session import AsyncEnvSession, EnvError, SessionBroken
+from envs.session import AsyncEnvSession, EnvError, SessionBroken, SessionTimedOut
 from envs.tools import ToolSpec
 
 JSON_TYPES: dict[str, Any] = {
@@ -107,6 +107,9 @@ class ToolEnvironment:
     _slots = itertools.count()
     # Set by the trainer to overlap all rollouts' calls of a turn (workers/concurrent_tools.py).
     dispatcher: Any = None
+    # Set by the trainer: a file that gets one line (the endpoint) per session lost to a timeout. The server may go
+    # on running the hung call and keep that session's slot; the worker reads the file (workers/slot_keeper.py).
+    lost_sessions_file: str | None = None
 
     def __init__(self) -> None:
         slot = next(type(self)._slots)
@@ -127,7 +130,8 @@ class ToolEnvironment:
         # reset() raising would crash the run (TRL's contract), so it is retried once on a fresh session.
         try:
             result = run_on_session_loop(self._session.reset(episode_id=episode_id, **kwargs))
-        except SessionBroken:
+        except SessionBroken as exc:
+            self._session_lost(exc)
             self._session = AsyncEnvSession(self.endpoint, timeout=self.step_timeout)
             result = run_on_session_loop(self._session.reset(episode_id=episode_id, **kwargs))
         self.episode.reset_observation = result.observation
@@ -149,6 +153,7 @@ class ToolEnvironment:
         except EnvError as exc:
             return ToolEvent(tool.name, arguments, "", None, None, False, str(exc), time.perf_counter() - started)
         except SessionBroken as exc:
+            self._session_lost(exc)
             episode.done = True
             episode.error = str(exc)
             return ToolEvent(tool.name, arguments, "", None, None, True, str(exc), time.perf_counter() - started)
@@ -163,6 +168,11 @@ class ToolEnvironment:
         )  # fmt: skip
         episode.done = result.done
         return event
+
+    def _session_lost(self, exc: SessionBroken) -> None:
+        if isinstance(exc, SessionTimedOut) and self.lost_sessions_file:
+            with open(self.lost_sessions_file, "a") as ledger:  # one short line: appends never interleave
+                ledger.write(self.endpoint + "\n")
 
     def _record(self, event: ToolEvent) -> str:
         """Keep the event in the episode and hand TRL its result (or raise, so TRL counts a tool failure)."""

@@ -13,9 +13,11 @@ from envs.providers import ProvisionError
 from webapp.catalog.contracts import contract_drift, version_contract_hash
 from webapp.catalog.deployments import provider_get, version_source
 from webapp.live.publish import close_layer, publish
+from webapp.runs.grpo import GRPOSettings
 from webapp.runs.models import Run, Status
-from webapp.runs.services import IllegalTransition, run_artifact_dir, run_fail, run_transition
+from webapp.runs.services import IllegalTransition, run_artifact_dir, run_fail, run_transition, sessions_needed
 from workers.host_identity import process_identity
+from workers.slot_keeper import SlotKeeper, lost_sessions_file
 from workers.supervisor import Outcome, TrainerProcess, supervise
 
 log = logging.getLogger(__name__)
@@ -108,6 +110,15 @@ def provision_and_train(run: Run, provider, deployments: list) -> tuple[str, str
         beat = Run.objects.filter(pk=run.pk).values_list("heartbeat_at", flat=True).get()
         return (timezone.now() - beat).total_seconds() if beat else None
 
+    def replicas_restarted(restarted) -> None:  # the reaper kills leftovers by these pids: keep them current
+        handles = [getattr(h, "pid", h) for h in restarted.handles]
+        Run.objects.filter(pk=run.pk).update(deployment={**record, "handles": handles})
+
+    keeper = SlotKeeper(
+        provider=provider, deployment=deployment, source=source, ledger=lost_sessions_file(run),
+        needed_per_replica=-(-sessions_needed(GRPOSettings.from_dict(run.config)) // len(deployment.endpoints)),
+        say=lambda line: publish(run.pk, [("run.log", {"line": line})]), restarted=replicas_restarted,
+    )  # fmt: skip
     outcome = supervise(
         trainer,
         cancel_requested=cancel_requested,
@@ -115,6 +126,7 @@ def provision_and_train(run: Run, provider, deployments: list) -> tuple[str, str
         cooperative_grace=settings.TRAINYARD_CANCEL_GRACE,
         heartbeat_timeout=settings.TRAINYARD_HEARTBEAT_TIMEOUT,
         environment_dead=lambda: provider.dead_replicas(deployment),
+        environment_upkeep=keeper,
     )
     run.refresh_from_db()
     if outcome.kind == "cancelled" or run.status == Status.CANCELLING:

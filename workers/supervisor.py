@@ -80,6 +80,7 @@ def supervise(
     heartbeat_timeout: float = 300.0,
     poll_seconds: float = 0.5,
     environment_dead: Callable[[], list[str]] = lambda: [],
+    environment_upkeep: Callable[[], None] = lambda: None,
     environment_every: float = 2.0,
 ) -> Outcome:
     """Watch the trainer until it ends. A cancel is asked cooperatively first (the trainer reads the flag after
@@ -103,6 +104,7 @@ def supervise(
                 trainer.stop(grace=kill_grace)
         if time.monotonic() - environment_checked > environment_every:
             environment_checked = time.monotonic()
+            environment_upkeep()  # replicas whose slots hung steps used up are restarted (workers/slot_keeper.py)
             dead = environment_dead()
             if dead:
                 # Steps against a dead server only produce errored episodes: stop, and say which server died.

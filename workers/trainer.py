@@ -188,6 +188,7 @@ def train(run, artifact_dir: Path, stop: threading.Event) -> None:
     from webapp.runs.models import Run
     from workers.checkpoints import checkpoint_dir
     from workers.concurrent_tools import concurrent_tools_trainer
+    from workers.slot_keeper import lost_sessions_file
 
     settings = run.config
     version = run.env_version
@@ -199,6 +200,7 @@ def train(run, artifact_dir: Path, stop: threading.Event) -> None:
         reset_columns=version.settings.get("reset_args"), observation_fields=version.settings.get("observation_fields"),
         fixed_arguments=version.fixed_fields,
     )  # fmt: skip
+    env_class.lost_sessions_file = str(lost_sessions_file(run))
     path = model_path(run)
     tokenizer = AutoTokenizer.from_pretrained(path)
     dataset = Dataset.from_list(build_dataset_rows(run, [t.name for t in env_class.tools]))

@@ -96,6 +96,10 @@ class Provider(Protocol):
         """Replicas whose server has ended, each as "replica N: how it ended" (cheap: no request to the server)."""
         ...
 
+    def restart_replica(self, deployment: Deployment, index: int, source: EnvSource) -> None:
+        """Restart one replica in place (same endpoint); ProvisionError when it cannot come back."""
+        ...
+
     def teardown(self, deployment: Deployment) -> None: ...
 
 

@@ -225,6 +225,23 @@ class DockerProvider:
                 dead.append(f"replica {index}: its container exited ({code}): {self._logs(container_id, 5)[-300:]}")
         return dead
 
+    def restart_replica(self, deployment: Deployment, index: int, source: EnvSource) -> None:
+        """Restart one replica's container in place (same port, same address): calls a hung step left running
+        die with it, and its sessions' slots come back."""
+        container_id = deployment.handles[index]
+        try:
+            container = self.client.containers.get(container_id)
+            container.restart(timeout=2)
+        except docker.errors.APIError as exc:
+            raise ProvisionError(f"restarting replica {index} failed: {exc}") from exc
+        if self.network != "host":
+            container.reload()
+            networks = container.attrs["NetworkSettings"]["Networks"]
+            address = next((n.get("IPAddress") for n in networks.values() if n.get("IPAddress")), None)
+            if f"http://{address}:{CONTAINER_PORT}" != deployment.endpoints[index]:
+                raise ProvisionError(f"replica {index} came back at another address ({address})")
+        self._wait_healthy(container_id, deployment.endpoints[index])
+
     def teardown(self, deployment: Deployment) -> None:
         for container_id in list(deployment.handles):
             try:

@@ -64,11 +64,15 @@ class ProcessProvider:
             teardown=self.teardown,
         )
 
-    def _start(self, source: EnvSource, deployment_id: str, index: int) -> tuple[ServerProcess, str]:
+    def _start(self, source: EnvSource, deployment_id: str, index: int, port: int = 0) -> tuple[ServerProcess, str]:
         # We bind and listen ourselves and hand the socket down: the port is ours from the start, no race.
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError as exc:
+            sock.close()
+            raise ProvisionError(f"cannot listen on 127.0.0.1:{port} again: {exc}") from exc
         sock.listen(512)
         port = sock.getsockname()[1]
         log_path = self.log_dir / f"{source.package}-{deployment_id}-{index}.log"
@@ -85,7 +89,7 @@ class ProcessProvider:
         command = [python, "-m", "envs.providers.serve", "--fd", str(sock.fileno()),
                    "--app", f"{source.package}.server.app:app"]  # fmt: skip
         try:
-            with log_path.open("wb") as log:
+            with log_path.open("ab") as log:  # a restarted replica goes on in the same log
                 popen = subprocess.Popen(
                     command,
                     cwd=root,
@@ -133,6 +137,15 @@ class ProcessProvider:
                 tail = log_tail(server.log_path, 300).strip().splitlines()[-2:]
                 dead.append(f"replica {index}: its server {how}" + (f" ({' | '.join(tail)})" if tail else ""))
         return dead
+
+    def restart_replica(self, deployment: Deployment, index: int, source: EnvSource) -> None:
+        """Stop one replica's server and start it again on the same port: calls a hung step left running die with
+        it, and its sessions' slots come back. Clients of that replica see their sessions end."""
+        self._stop(deployment.handles[index])
+        port = int(deployment.endpoints[index].rsplit(":", 1)[1])
+        server, endpoint = self._start(source, deployment.deployment_id, index, port=port)
+        deployment.handles[index] = server
+        self._wait_healthy(endpoint, server)
 
     def teardown(self, deployment: Deployment) -> None:
         for server in deployment.handles:

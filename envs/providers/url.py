@@ -35,5 +35,8 @@ class UrlProvider:
         """A server that is not ours: its end shows as failed steps, not here."""
         return []
 
+    def restart_replica(self, deployment: Deployment, index: int, source: EnvSource) -> None:
+        raise ProvisionError(f"{deployment.endpoints[index]} is not ours to restart (a URL version's server)")
+
     def teardown(self, deployment: Deployment) -> None:
         """Nothing to stop: the server is not ours."""

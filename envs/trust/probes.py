@@ -494,8 +494,9 @@ def probe_timeouts(ctx: ProbeContext, max_hangs: int = 2) -> ProbeResult:
         free = _slots_free(ctx)
         if free < ctx.capacity:
             evidence.append(f"afterwards the server held {free} of its {ctx.capacity} sessions: each hung step keeps "
-                            "its session's slot while it runs on, so a few hung steps fill a replica and later "
-                            "rollouts are refused for capacity")  # fmt: skip
+                            "its session's slot while it runs on, so a few hung steps fill a replica; in a run "
+                            "the worker restarts a replica whose free slots fall below what the run holds on it, "
+                            "ending its other episodes")  # fmt: skip
         else:
             evidence.append(f"afterwards the server still held all {ctx.capacity} sessions: the hung steps gave "
                             "their slots back")  # fmt: skip
