@@ -91,6 +91,8 @@ class EnvironmentVersion(models.Model):
     observation_schema = models.JSONField(default=dict)
     state_schema = models.JSONField(default=dict)
     server_metadata = models.JSONField(default=dict)
+    # What the server sustained under concurrent sessions (envs.trust.load_profile): measured_at, provider, levels.
+    load_profile = models.JSONField(default=dict, blank=True)
     contract_hash = models.CharField(
         max_length=64, blank=True, help_text="sha256 of the schemas (and MCP tools) pinned when it was added"
     )
@@ -126,6 +128,13 @@ class EnvironmentVersion(models.Model):
         if self.capacity_measured is None:
             return self.capacity
         return max(1, min(self.capacity, self.capacity_measured))
+
+    @property
+    def load_rows(self) -> list[dict]:
+        """The load profile's levels, each with its throughput as a share of the best level's (for a bar)."""
+        levels = (self.load_profile or {}).get("levels") or []
+        top = max((row.get("steps_per_s") or 0 for row in levels), default=0) or 1
+        return [{**row, "bar": round(100 * (row.get("steps_per_s") or 0) / top)} for row in levels]
 
     @property
     def server_env(self) -> dict[str, str]:

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from envs.providers import ProvisionError
 from envs.tools import ToolSpec
+from envs.trust.load_profile import load_profile
 from envs.trust.openenv_validator import openenv_validation
 from envs.trust.probes import ProbeContext, run_probes
 from webapp.catalog.deployments import default_provider_kind, provider_get, version_source
@@ -84,8 +85,14 @@ def trust_checks_requeue(*, older_than_s: float = 120) -> list[int]:
 
 
 def trust_check_run(
-    *, report: TrustReport, provider_kind: str | None = None, progress: Callable[[str], None] = lambda m: None
+    *,
+    report: TrustReport,
+    provider_kind: str | None = None,
+    progress: Callable[[str], None] = lambda m: None,
+    load: bool = False,
 ) -> TrustReport:
+    """Provision the version, run the probes and OpenEnv's validator, store the report; with `load`, also measure
+    its load profile on the same deployment and store it on the version."""
     version = report.version
     TrustReport.objects.filter(pk=report.pk).update(state=TrustReport.State.RUNNING)
     kind = provider_kind or default_provider_kind(version.source_kind)
@@ -112,6 +119,12 @@ def trust_check_run(
         progress("OpenEnv's validator")
         folder = Path(source.reference) if source.kind == "folder" else None
         report.openenv_validation = openenv_validation(deployment.endpoints[0], folder)
+        if load:
+            rows = load_profile(deployment.endpoints[0], ctx.tools, capacity=ctx.capacity, timeout=ctx.step_timeout,
+                                progress=lambda n: progress(f"load profile: {n} sessions"))  # fmt: skip
+            EnvironmentVersion.objects.filter(pk=version.pk).update(
+                load_profile={"measured_at": timezone.now().isoformat(), "provider": kind, "levels": rows}
+            )
     except Exception as exc:
         report.state, report.error, report.finished_at = (
             TrustReport.State.ERROR,

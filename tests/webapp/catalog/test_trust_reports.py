@@ -172,3 +172,21 @@ def test_charlie_may_testdrive_but_not_check_a_shared_acme_environment(client_fo
     assert not TrustReport.objects.exists()
     page = client.get(reverse("catalog:environment-detail", args=[env.pk])).content.decode()
     assert "Run trust checks" not in page
+
+
+def test_trust_check_with_load_measures_and_stores_the_load_profile(acme, alice, client_for):
+    from envs.trust.load_profile import levels_for
+
+    version = register_builtin(acme, "grid-catch")
+    out = StringIO()
+    call_command("trust_check", "grid-catch", "--load", "--json", stdout=out)
+    profile = json.loads(out.getvalue())["load_profile"]
+    version.refresh_from_db()
+    assert version.load_profile == profile and profile["provider"] == "process"
+    levels = profile["levels"]
+    assert [row["sessions"] for row in levels] == levels_for(min(version.effective_capacity, 64))
+    assert [row["sessions"] for row in levels][:3] == [1, 8, 32]
+    for row in levels:
+        assert row["steps"] > 0 and row["errors"] == 0 and row["p50_ms"] <= row["p99_ms"], row
+    page = client_for(alice).get(reverse("catalog:environment-detail", args=[version.environment.pk]))
+    assert 'class="table load-profile"' in page.content.decode()

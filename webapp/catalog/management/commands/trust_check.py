@@ -30,6 +30,7 @@ class Command(BaseCommand):
         parser.add_argument("--team", help="team slug, when several teams use the slug")
         parser.add_argument("--provider", choices=["process", "docker", "url"])
         parser.add_argument("--json", action="store_true")
+        parser.add_argument("--load", action="store_true", help="also measure the load profile (1, 8, 32, capacity)")
         parser.add_argument("--compare-url", metavar="URL", help="compare this deployment's contract; run no probes")
 
     def handle(self, *args, **options) -> None:
@@ -44,15 +45,19 @@ class Command(BaseCommand):
         report = TrustReport.objects.create(version=version)
         report = trust_check_run(
             report=report, provider_kind=options["provider"],
-            progress=lambda m: print(f"… {m}", file=sys.stderr, flush=True),
+            progress=lambda m: print(f"… {m}", file=sys.stderr, flush=True), load=options["load"],
         )  # fmt: skip
+        version.refresh_from_db()
         body = {
             "environment": environment.slug,
             "version": version.label,
             "verdict": report.verdict,
             "error": report.error,
             "probes": report.results,
+            "openenv_validation": [{k: v for k, v in o.items() if k != "report"} for o in report.openenv_validation],
         }
+        if options["load"]:
+            body["load_profile"] = version.load_profile
         if options["json"]:
             self.stdout.write(json.dumps(body, indent=2))
         else:
@@ -62,6 +67,13 @@ class Command(BaseCommand):
                     for line in [*r.get("evidence", [])[:5], r.get("advice", "")]:
                         if line:
                             self.stdout.write(f"{'':<34} {line}")
+            for outcome in report.openenv_validation:
+                failing = [c["id"] for c in outcome["checks"] if c["status"] in {"fail", "error"}]
+                self.stdout.write(f"{outcome['verdict']:<15} openenv validate ({outcome['mode']})"
+                                  + (f": failing {', '.join(failing)}" if failing else ""))  # fmt: skip
+            for row in version.load_profile.get("levels", []) if options["load"] else []:
+                self.stdout.write(f"{'load':<15} {row['sessions']:>3} sessions: {row['steps_per_s']} steps/s, p50 "
+                                  f"{row['p50_ms']} ms, p99 {row['p99_ms']} ms, {row['errors']} errors")  # fmt: skip
         if report.state == TrustReport.State.ERROR:
             raise CommandError(report.error)
 
