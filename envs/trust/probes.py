@@ -382,6 +382,7 @@ def probe_hidden_state(ctx: ProbeContext, seeds: int = 5) -> ProbeResult:
     shown_fields = set((ctx.observation_schema or {}).get("properties", {})) | {"done", "reward", "metadata"}
     leaks: dict[str, dict[int, str]] = {}
     hidden_seen: set[str] = set()
+    values_by_key: dict[str, set[str]] = {}
     for k in range(seeds):
         seed = ctx.seed + 100 + k
         actions = _actions(ctx, seed, 2)
@@ -396,6 +397,7 @@ def probe_hidden_state(ctx: ProbeContext, seeds: int = 5) -> ProbeResult:
         hidden = {key: v for key, v in state.items() if key not in shown_fields and key not in BOOKKEEPING}
         hidden_seen |= set(hidden)
         for key, value in hidden.items():
+            values_by_key.setdefault(key, set()).add(json.dumps(value, sort_keys=True, default=str))
             for where, result in seen:
                 for path, shown_value in leaf_values(result.observation):
                     found = leaks.setdefault(key, {})  # the first place it shows, per seed
@@ -406,13 +408,24 @@ def probe_hidden_state(ctx: ProbeContext, seeds: int = 5) -> ProbeResult:
                         found.setdefault(k, f"observation field {path} contains {value!r} (after {where})")
     if not hidden_seen:
         return ProbeResult("hidden_state", NOT_APPLICABLE, "the state has no fields beyond what observations show")
-    # A leak shows in every seed: a hidden value equal to a shown one by chance is not a leak.
-    confirmed = {key: by_seed for key, by_seed in leaks.items() if len(by_seed) == seeds}
+    # A leak shows in every seed (a hidden value equal to a shown one by chance is not a leak), and tells the policy
+    # something: a field that is the same in every episode (a game's status 'playing', the player to move first)
+    # is public by nature, and showing it gives nothing away (OpenEnv's maze and connect4 show such fields).
+    confirmed = {key: by_seed for key, by_seed in leaks.items()
+                 if len(by_seed) == seeds and len(values_by_key.get(key, ())) > 1}  # fmt: skip
     if confirmed:
         evidence = [f"state.{key} (hidden): {next(iter(by_seed.values()))}, in every seed" for key, by_seed in
                     confirmed.items()]  # fmt: skip
         return failed("hidden_state", "observations reveal hidden state", evidence)
-    return ProbeResult("hidden_state", PASSED, f"hidden fields {sorted(hidden_seen)} never appeared in observations")
+    public = sorted(key for key, by_seed in leaks.items() if by_seed and len(values_by_key.get(key, ())) <= 1)
+    parts = (
+        [f"hidden fields {sorted(hidden_seen - set(public))} never appeared in observations"]
+        if (hidden_seen - set(public))
+        else []
+    )
+    if public:
+        parts.append(f"hidden fields {public} show, but are the same in every episode, so they give nothing away")
+    return ProbeResult("hidden_state", PASSED, "; ".join(parts))
 
 
 def probe_capacity(ctx: ProbeContext) -> ProbeResult:

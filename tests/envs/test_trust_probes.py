@@ -87,12 +87,13 @@ def test_each_fault_is_attributed_to_its_probe_alone(probe_context, fault):
     assert set(failures) == {PLANTED[fault].__name__.removeprefix("probe_")}, failures
 
 
-CLEAN_TWINS = {"beacon_clean": CAPACITY, "beacon_stochastic": CAPACITY, "beacon_capacity_one": 1}
+CLEAN_TWINS = {"beacon_clean": CAPACITY, "beacon_stochastic": CAPACITY, "beacon_capacity_one": 1,
+               "beacon_public_rules": CAPACITY}  # fmt: skip
 
 
 @pytest.mark.parametrize(("twin", "capacity"), CLEAN_TWINS.items())
 def test_no_probe_fails_on_a_clean_twin(probe_context, twin, capacity):
-    """Deterministic; random by declaration; a single session, declared as such."""
+    """Deterministic; random by declaration; a single session, declared as such; a public state field shown."""
     results = run_probes(probe_context(fixture_source(twin, capacity=capacity), capacity=capacity))
     assert [r for r in results if r.status == FAILED] == [], results
     assert len(results) == 7
@@ -165,3 +166,9 @@ def test_hidden_state_evidence_names_the_field_and_says_what_to_do(probe_context
     assert result.evidence[0].startswith("state.target (hidden): observation field metadata.target = ")
     assert "(after reset)" in result.evidence[0] and result.evidence[0].endswith("in every seed")
     assert result.advice.startswith("What it means:") and "fix:" in result.advice
+
+
+def test_a_hidden_field_shown_on_purpose_and_the_same_in_every_episode_is_no_leak(probe_context):
+    result = probe_hidden_state(probe_context(fixture_source("beacon_public_rules", capacity=CAPACITY)))
+    assert result.status == PASSED
+    assert "hidden fields ['max_steps'] show, but are the same in every episode" in result.summary
