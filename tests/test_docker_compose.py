@@ -8,6 +8,7 @@ takes it all down again. The engine's layer cache keeps rebuilds quick (each lay
 
 from __future__ import annotations
 
+import calendar
 import contextlib
 import json
 import os
@@ -173,6 +174,7 @@ def test_the_compose_stack_boots_and_trains_a_run(tiny_model, tmp_path):
            # Creating a container copies the image's files on vfs: a minute or more each, four at once.
            "COMPOSE_HTTP_TIMEOUT": "900", "DOCKER_CLIENT_TIMEOUT": "900"}  # fmt: skip
     stack = Stack(compose_file, env, project=f"trainyardci{os.getpid()}")
+    stack_started = time.time()
     try:
         started = time.monotonic()
         stack("up", "-d")
@@ -198,7 +200,22 @@ def test_the_compose_stack_boots_and_trains_a_run(tiny_model, tmp_path):
         raise
     finally:
         stack("down", "-v", "--remove-orphans", check=False, timeout=600)
+        environments_of_the_stack_removed(since=stack_started)
     assert "trainyardci" not in subprocess.run(["docker", "ps", "-a"], capture_output=True, text=True).stdout
+
+
+def environments_of_the_stack_removed(*, since: float) -> None:
+    """Environment containers the stack's workers started on the host engine. `down` stops the cpu worker while it
+    may still be trust-checking the other built-ins; in production its restart reaps them, here nothing restarts."""
+    rows = docker_cli("ps", "-a", "--filter", "label=trainyard.managed=1", "--format", "{{.ID}} {{.CreatedAt}}")
+
+    def created(row: str) -> float:  # "ID 2026-12-03 16:34:10 +0000 UTC"
+        return calendar.timegm(time.strptime(" ".join(row.split()[1:3]), "%Y-%m-%d %H:%M:%S"))
+
+    mine = [row.split()[0] for row in rows.splitlines() if created(row) >= since - 1]
+    if mine:
+        print(f"removing {len(mine)} environment container(s) the stack left", file=sys.stderr)
+        docker_cli("rm", "-f", "-v", *mine)
 
 
 def docker_cli(*args: str) -> str:
