@@ -39,8 +39,8 @@ class ContractUnreadable(Exception):
     pass
 
 
-def contract_read(endpoint: str, *, timeout: float = 10.0) -> dict[str, Any]:
-    """The contract a running server publishes now."""
+def schema_read(endpoint: str, *, timeout: float = 10.0) -> dict[str, Any]:
+    """A server's /schema body: action (always a JSON schema object here), observation and state."""
     try:
         response = httpx.get(f"{endpoint}/schema", timeout=timeout)
         response.raise_for_status()
@@ -49,6 +49,12 @@ def contract_read(endpoint: str, *, timeout: float = 10.0) -> dict[str, Any]:
         raise ContractUnreadable(f"GET {endpoint}/schema failed: {exc}") from exc
     if not isinstance(body, dict) or not isinstance(body.get("action"), dict):
         raise ContractUnreadable("the server's /schema has no action schema")
+    return body
+
+
+def contract_read(endpoint: str, *, timeout: float = 10.0) -> dict[str, Any]:
+    """The contract a running server publishes now."""
+    body = schema_read(endpoint, timeout=timeout)
     mcp_tools = None
     if is_mcp_action_schema(body["action"]):
         try:

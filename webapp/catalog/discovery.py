@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 
+from envs.contract import ContractUnreadable, schema_read
 from envs.mcp_tools import is_mcp_action_schema, list_mcp_tools
 from envs.session import EnvError, SessionBroken
 from envs.tools import SchemaError, ToolSpec, tools_from_action_schema
@@ -29,13 +30,9 @@ class Discovered:
 
 def discover(endpoint: str, *, timeout: float = 10.0) -> Discovered:
     try:
-        schema = httpx.get(f"{endpoint}/schema", timeout=timeout)
-        schema.raise_for_status()
-        body = schema.json()
-    except (httpx.HTTPError, ValueError) as exc:
-        raise DiscoveryError(f"GET {endpoint}/schema failed: {exc}") from exc
-    if not isinstance(body, dict) or not isinstance(body.get("action"), dict):
-        raise DiscoveryError("the server's /schema has no action schema")
+        body = schema_read(endpoint, timeout=timeout)
+    except ContractUnreadable as exc:
+        raise DiscoveryError(str(exc)) from exc
     mcp = is_mcp_action_schema(body["action"])
     try:
         tools = list_mcp_tools(endpoint, timeout=timeout) if mcp else tools_from_action_schema(body["action"])
