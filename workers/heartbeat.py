@@ -19,9 +19,11 @@ log = logging.getLogger(__name__)
 _stop = threading.Event()
 
 
-def worker_gpus() -> list[int]:
-    """TRAINYARD_GPUS ("0,1"), else CUDA_VISIBLE_DEVICES, else none: a CPU worker."""
-    raw = os.environ.get("TRAINYARD_GPUS", os.environ.get("CUDA_VISIBLE_DEVICES", ""))
+def worker_gpus(cuda_devices: int = 0) -> list[int]:
+    """TRAINYARD_GPUS ("0,1"), else CUDA_VISIBLE_DEVICES, else every CUDA device it sees; none: a CPU worker."""
+    raw = os.environ.get("TRAINYARD_GPUS", os.environ.get("CUDA_VISIBLE_DEVICES"))
+    if raw is None:
+        return list(range(cuda_devices))
     return [int(part) for part in raw.replace(" ", "").split(",") if part.isdigit()]
 
 
@@ -53,7 +55,7 @@ def orphaned_runs(host: str) -> list:
     return found
 
 
-def beat(*, name: str, queues: list[str], started_at) -> None:
+def beat(*, name: str, queues: list[str], started_at, capabilities: dict | None = None) -> None:
     from django.utils import timezone
 
     from webapp.fleet.models import Worker
@@ -74,8 +76,9 @@ def beat(*, name: str, queues: list[str], started_at) -> None:
     ]
     Worker.objects.update_or_create(
         name=name,
-        defaults={"host": host, "pid": os.getpid(), "queues": queues, "gpus": worker_gpus(), "current_runs": current,
-                  "started_at": started_at, "seen_at": timezone.now()},
+        defaults={"host": host, "pid": os.getpid(), "queues": queues, "current_runs": current,
+                  "gpus": worker_gpus((capabilities or {}).get("cuda_devices", 0)),
+                  "capabilities": capabilities or {}, "started_at": started_at, "seen_at": timezone.now()},
     )  # fmt: skip
 
 
@@ -83,11 +86,17 @@ def beat_forever(*, name: str, queues: list[str], interval: float) -> None:
     from django.db import close_old_connections
     from django.utils import timezone
 
+    from workers.capabilities import worker_capabilities
+
     started_at = timezone.now()
+    capabilities = None  # measured after the first beat (a subprocess that imports torch: seconds)
     while True:
         try:
             close_old_connections()
-            beat(name=name, queues=queues, started_at=started_at)
+            beat(name=name, queues=queues, started_at=started_at, capabilities=capabilities)
+            if capabilities is None:
+                capabilities = worker_capabilities()
+                beat(name=name, queues=queues, started_at=started_at, capabilities=capabilities)
         except Exception:
             log.exception("worker heartbeat failed; trying again in %.0f s", interval)
         if _stop.wait(interval):

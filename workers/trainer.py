@@ -108,35 +108,6 @@ def main(run_id: int) -> int:
     return 0
 
 
-def grpo_config(settings: dict[str, Any], output_dir: Path):
-    import torch
-    from trl import GRPOConfig
-
-    on_gpu = torch.cuda.is_available()
-    return GRPOConfig(
-        output_dir=str(output_dir),
-        max_steps=settings["max_steps"],
-        learning_rate=settings["learning_rate"],
-        per_device_train_batch_size=settings["per_device_train_batch_size"],
-        gradient_accumulation_steps=settings["gradient_accumulation_steps"],
-        num_generations=settings["num_generations"],
-        max_completion_length=settings["max_completion_length"],
-        max_tool_calling_iterations=settings["max_tool_calling_iterations"],
-        beta=settings["beta"],
-        temperature=settings["temperature"],
-        seed=settings["seed"],
-        save_strategy="steps",
-        save_steps=settings["save_steps"],
-        logging_steps=1,
-        report_to="none",
-        use_cpu=not on_gpu,
-        bf16=on_gpu and torch.cuda.is_bf16_supported(),
-        gradient_checkpointing=False,
-        disable_tqdm=True,
-        dataloader_num_workers=0,
-    )
-
-
 def recording(run, stop: threading.Event):
     """The reward function (environment rewards, recording every episode) and the callback (metrics, heartbeat,
     cooperative cancel) that make a TRL run a Trainyard run."""
@@ -188,6 +159,7 @@ def train(run, artifact_dir: Path, stop: threading.Event) -> None:
     from webapp.runs.models import Run
     from workers.checkpoints import checkpoint_dir
     from workers.concurrent_tools import concurrent_tools_trainer
+    from workers.grpo_config import grpo_config, lora_config
     from workers.slot_keeper import lost_sessions_file
 
     settings = run.config
@@ -211,11 +183,14 @@ def train(run, artifact_dir: Path, stop: threading.Event) -> None:
         model=path,
         reward_funcs=[reward],
         args=grpo_config(settings, checkpoint_dir(artifact_dir)),
+        peft_config=lora_config(settings),
         train_dataset=dataset,
         processing_class=tokenizer,
         environment_factory=env_class,
         callbacks=[callback],
     )
+    # What TRL really trains with (every GRPOConfig field, defaults included), beside the checkpoints.
+    (artifact_dir / "trainer_config.json").write_text(trainer.args.to_json_string())
     resume = run.resume_from or None
     if resume and not Path(resume).exists():
         resume = None

@@ -12,6 +12,9 @@ class Worker(models.Model):
     pid = models.IntegerField()
     queues = models.JSONField(default=list)
     gpus = models.JSONField(default=list, help_text="GPU indices it offers (empty on a CPU worker)")
+    capabilities = models.JSONField(
+        default=dict, blank=True, help_text="What it can run: cuda, cuda_devices, vllm, peft (workers.capabilities)"
+    )
     current_runs = models.JSONField(default=list, help_text="Ids of the runs it executes now")
     started_at = models.DateTimeField()
     seen_at = models.DateTimeField(db_index=True)

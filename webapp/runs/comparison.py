@@ -9,6 +9,7 @@ from typing import Any
 from django.db.models import Max
 from django.http import Http404
 
+from webapp.runs.grpo import settings_flat
 from webapp.runs.models import Episode, MetricPoint, Run
 from webapp.runs.selectors import run_list
 
@@ -64,7 +65,7 @@ def definition(run: Run) -> dict[str, Any]:
         "replicas": run.replicas,
         "prompts": f"{run.prompt_count} rows" if run.prompt_count else "environment default",
         "transcripts": run.transcript_policy,
-        **{f"grpo.{k}": v for k, v in sorted(run.config.items())},
+        **{f"grpo.{k}": v for k, v in sorted(settings_flat(run.config).items())},
     }
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django import forms
 from django.conf import settings
 
-from webapp.runs.grpo import BOUNDS, HELP, GRPOSettings
+from webapp.runs.grpo import BOUNDS, CHOICES, GROUPS, HELP, GRPOSettings
 
 MODEL_HELP = (
     "tiny-local (CPU) is built on this machine, tiny-local@ENV:VERSION is it warm-started on a version's tools "
@@ -45,11 +45,17 @@ class RunCreateForm(forms.Form):
         self.fields["env_version"].choices = [(str(v.pk), self.version_label(v)) for v in versions]
         defaults = GRPOSettings()
         for name, value in defaults.as_dict().items():
-            field_class = forms.IntegerField if isinstance(value, int) else forms.FloatField
-            lo, hi = BOUNDS[name]
-            self.fields[name] = field_class(initial=value, help_text=HELP.get(name, ""), label=name, min_value=lo,
-                                            max_value=hi)  # fmt: skip
+            self.fields[name] = setting_field(name, value)
         self.grpo_fields = list(defaults.as_dict())
+
+    def grpo_groups(self) -> list[tuple[str, list, bool]]:
+        """The settings' fields in the form's groups (sampling, loss, optimisation, ...): the first three open, and
+        any group with an error."""
+        groups = []
+        for i, (title, names) in enumerate(GROUPS.items()):
+            bound = [self[name] for name in names]
+            groups.append((title, bound, i < 3 or any(field.errors for field in bound)))
+        return groups
 
     @staticmethod
     def version_label(version) -> str:
@@ -59,7 +65,13 @@ class RunCreateForm(forms.Form):
         return f"{version.environment.name} {version.label} — trust: {verdict}{seeds}"
 
     def grpo_config(self) -> dict:
-        return {name: self.cleaned_data[name] for name in self.grpo_fields}
+        """The settings as GRPOSettings.from_dict takes them; a setting left empty (or not sent by an older client)
+        keeps its default."""
+        return {
+            name: self.cleaned_data[name]
+            for name in self.grpo_fields
+            if self.cleaned_data.get(name) is not None and self.cleaned_data[name] != ""
+        }
 
     def clean_prompts_file(self):
         upload = self.cleaned_data.get("prompts_file")
@@ -69,5 +81,31 @@ class RunCreateForm(forms.Form):
             )
         return upload
 
+    def clean_advanced(self) -> dict:
+        from webapp.runs.grpo_fields import advanced_parse
+
+        try:
+            return advanced_parse(self.cleaned_data.get("advanced") or "")
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
     def clean_tags(self) -> list[str]:
         return sorted({t.strip() for t in self.cleaned_data.get("tags", "").split(",") if t.strip()})
+
+
+def setting_field(name: str, default) -> forms.Field:
+    """The form field of one GRPO setting, from its default's kind, bounds and choices."""
+    help_text = HELP.get(name, "")
+    if isinstance(default, dict):
+        return forms.CharField(required=False, label="advanced (JSON or YAML)", help_text=help_text, initial="",
+                               widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}))  # fmt: skip
+    if isinstance(default, bool):
+        return forms.BooleanField(required=False, initial=default, label=name, help_text=help_text)
+    if name in CHOICES:
+        return forms.ChoiceField(choices=[(c, c) for c in CHOICES[name]], initial=default, label=name,
+                                 help_text=help_text, required=False)  # fmt: skip
+    if isinstance(default, str):
+        return forms.CharField(required=False, initial=default, label=name, help_text=help_text, max_length=500)
+    lo, hi = BOUNDS[name]
+    field_class = forms.IntegerField if isinstance(default, int) else forms.FloatField
+    return field_class(initial=default, help_text=help_text, label=name, min_value=lo, max_value=hi, required=False)

@@ -1,28 +1,58 @@
-"""GRPO settings of a run: defaults, help text and validation in one place (forms, services and the CLI use it)."""
+"""GRPO settings of a run: defaults, groups, help text and validation in one place (forms, services and the CLI
+use it). The curated settings each have a field; everything else TRL's `GRPOConfig` takes goes in `advanced`,
+checked against TRL's own fields (webapp.runs.grpo_fields)."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from django.core.exceptions import ValidationError
 
+LOSS_TYPES = ("dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo", "luspo", "vespo")
+SCALE_REWARDS = ("group", "batch", "none")
+GENERATION_BACKENDS = ("hf", "continuous_batching", "vllm_colocate", "vllm_server")
+VLLM_BACKENDS = ("vllm_colocate", "vllm_server")
+
 
 @dataclass(frozen=True)
 class GRPOSettings:
+    # optimisation
     learning_rate: float = 5e-4
-    num_generations: int = 4
     per_device_train_batch_size: int = 4
     gradient_accumulation_steps: int = 1
-    max_completion_length: int = 384
-    max_tool_calling_iterations: int = 6
     max_steps: int = 20
-    beta: float = 0.0
-    temperature: float = 1.0
     seed: int = 42
     save_steps: int = 10
+    # sampling
+    num_generations: int = 4
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    max_completion_length: int = 384
+    max_tool_calling_iterations: int = 6
+    # loss
+    loss_type: str = "dapo"
+    scale_rewards: str = "group"
+    beta: float = 0.0
+    epsilon: float = 0.2
+    epsilon_high: float = 0.0
+    num_iterations: int = 1
+    mask_truncated_completions: bool = False
+    # generation
+    generation_backend: str = "hf"
+    vllm_server_url: str = ""
+    gpus: int = 0
+    # LoRA (rank 0: full fine-tuning)
+    lora_r: int = 0
+    lora_alpha: int = 16
+    lora_dropout: float = 0.05
+    lora_target_modules: str = "all-linear"
+    # environment
     step_timeout: float = 30.0
+    # anything else of TRL's GRPOConfig, checked against its fields
+    advanced: dict = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> GRPOSettings:
@@ -30,19 +60,17 @@ class GRPOSettings:
         known = {f.name: f for f in fields(cls)}
         unknown = sorted(set(data) - set(known))
         if unknown:
-            raise ValidationError({"config": f"Unknown GRPO settings: {', '.join(unknown)}."})
-        values = {}
+            raise ValidationError(
+                {"config": f"Unknown GRPO settings: {', '.join(unknown)} (TRL's other settings go in 'advanced')."}
+            )
+        values: dict[str, Any] = {}
         errors: dict[str, str] = {}
+        defaults = cls()
         for name, value in data.items():
-            kind = type(getattr(cls, name))
             try:
-                number = float(value) if not isinstance(value, bool) else None
-                values[name] = kind(value) if kind is float else int(value)
-                if kind is int and number != values[name]:
-                    raise ValueError
-            except (TypeError, ValueError, OverflowError):
-                noun = "whole number" if kind is int else "number"
-                errors[name] = f"{name} must be a {noun}, not {str(value)[:40]!r}."
+                values[name] = _coerce(name, getattr(defaults, name), value)
+            except ValueError as exc:
+                errors[name] = str(exc)
         if errors:
             raise ValidationError(errors)
         settings = cls(**values)
@@ -57,6 +85,9 @@ class GRPOSettings:
                 errors[name] = f"{name} must be a finite number."
             elif not lo <= value <= hi:
                 errors[name] = f"{name} must be between {lo:,} and {hi:,}, not {value:,}."
+        for name, allowed in CHOICES.items():
+            if getattr(self, name) not in allowed:
+                errors[name] = f"{name} must be one of {', '.join(allowed)}, not {str(getattr(self, name))[:40]!r}."
         if errors:
             raise ValidationError(errors)
         if self.num_generations < 2:
@@ -71,15 +102,78 @@ class GRPOSettings:
             errors["learning_rate"] = "learning_rate must be above 0."
         if self.temperature <= 0:
             errors["temperature"] = "temperature must be above 0."
+        if self.top_p <= 0:
+            errors["top_p"] = "top_p must be above 0 (1 keeps every token)."
+        if self.epsilon_high and self.epsilon_high < self.epsilon:
+            errors["epsilon_high"] = f"epsilon_high ({self.epsilon_high}) is below epsilon ({self.epsilon})."
+        if self.vllm_server_url and self.generation_backend != "vllm_server":
+            errors["vllm_server_url"] = "a vLLM server URL is only used with the vllm_server generation backend."
+        if self.vllm_server_url and not self.vllm_server_url.startswith(("http://", "https://")):
+            errors["vllm_server_url"] = "the vLLM server URL must start with http:// or https://."
+        if not lora_modules(self.lora_target_modules):
+            errors["lora_target_modules"] = "name the modules LoRA adapts, e.g. all-linear or q_proj,v_proj."
         if errors:
             raise ValidationError(errors)
+        from webapp.runs.grpo_fields import advanced_check
+
+        advanced_check(self.advanced)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @property
+    def uses_lora(self) -> bool:
+        return self.lora_r > 0
 
-# Every setting's bounds (inclusive): generous for real runs, small enough that nothing absurd is queued and every
-# value fits its database column. Forms, the API and the CLI all check against these.
+
+def _coerce(name: str, default: Any, value: Any) -> Any:
+    """One setting's value as its kind: numbers from text, booleans from checkboxes, the advanced box from JSON or
+    YAML text. Refusals name the setting."""
+    if isinstance(default, dict):
+        from webapp.runs.grpo_fields import advanced_parse
+
+        return advanced_parse(value)
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in {"true", "1", "on", "yes"}:
+            return True
+        if text in {"false", "0", "off", "no", ""}:
+            return False
+        raise ValueError(f"{name} must be true or false, not {str(value)[:40]!r}.")
+    if isinstance(default, str):
+        if not isinstance(value, str):
+            raise ValueError(f"{name} must be text, not {type(value).__name__}.")
+        if len(value) > TEXT_LIMIT or "\x00" in value:
+            raise ValueError(f"{name} must be at most {TEXT_LIMIT} characters of text.")
+        return value.strip()
+    noun = "whole number" if isinstance(default, int) else "number"
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        number = float(value)
+        coerced = float(value) if isinstance(default, float) else int(value)
+        if isinstance(default, int) and number != coerced:
+            raise ValueError
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{name} must be a {noun}, not {str(value)[:40]!r}.") from None
+    return coerced
+
+
+def lora_modules(text: str) -> str | list[str]:
+    """`all-linear` (PEFT's shorthand) or a comma-separated list of module names."""
+    text = text.strip()
+    if text == "all-linear":
+        return text
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    return names if all(part.replace("_", "").replace(".", "").isalnum() for part in names) else []
+
+
+TEXT_LIMIT = 500
+
+# Every numeric setting's bounds (inclusive): generous for real runs, small enough that nothing absurd is queued and
+# every value fits its database column. Forms, the API and the CLI all check against these.
 BOUNDS: dict[str, tuple[int | float, int | float]] = {
     "learning_rate": (0.0, 1.0),
     "num_generations": (1, 256),
@@ -90,10 +184,39 @@ BOUNDS: dict[str, tuple[int | float, int | float]] = {
     "max_steps": (1, 1_000_000),
     "beta": (0.0, 100.0),
     "temperature": (0.0, 5.0),
+    "top_p": (0.0, 1.0),
+    "top_k": (0, 1_000_000),
+    "epsilon": (0.0, 10.0),
+    "epsilon_high": (0.0, 10.0),
+    "num_iterations": (1, 64),
+    "gpus": (0, 64),
+    "lora_r": (0, 4096),
+    "lora_alpha": (1, 65_536),
+    "lora_dropout": (0.0, 0.9),
     "seed": (0, 2**32 - 1),
     "save_steps": (1, 1_000_000),
     "step_timeout": (0.1, 3600.0),
 }
+
+CHOICES: dict[str, tuple[str, ...]] = {
+    "loss_type": LOSS_TYPES,
+    "scale_rewards": SCALE_REWARDS,
+    "generation_backend": GENERATION_BACKENDS,
+}
+
+# The form's groups, in order (a setting in no group is not shown as a field).
+GROUPS: dict[str, tuple[str, ...]] = {
+    "Sampling": ("num_generations", "temperature", "top_p", "top_k", "max_completion_length",
+                 "max_tool_calling_iterations"),
+    "Loss": ("loss_type", "scale_rewards", "beta", "epsilon", "epsilon_high", "num_iterations",
+             "mask_truncated_completions"),
+    "Optimisation": ("learning_rate", "per_device_train_batch_size", "gradient_accumulation_steps", "max_steps",
+                     "seed", "save_steps"),
+    "Generation": ("generation_backend", "vllm_server_url", "gpus"),
+    "LoRA": ("lora_r", "lora_alpha", "lora_dropout", "lora_target_modules"),
+    "Environment": ("step_timeout",),
+    "Advanced": ("advanced",),
+}  # fmt: skip
 
 HELP = {
     "learning_rate": "Adam learning rate.",
@@ -105,7 +228,34 @@ HELP = {
     "max_steps": "Optimizer steps of the run.",
     "beta": "KL coefficient against the reference model (0 disables the reference model).",
     "temperature": "Sampling temperature of rollouts.",
+    "top_p": "Nucleus sampling: keep the most likely tokens up to this probability mass (1: all).",
+    "top_k": "Keep only the k most likely tokens (0: no limit).",
+    "loss_type": "dapo (TRL's default), grpo, dr_grpo (Dr. GRPO), bnpo, cispo, sapo, luspo, vespo.",
+    "scale_rewards": "Divide advantages by the reward std of the group, of the batch, or none (Dr. GRPO).",
+    "epsilon": "Lower clipping bound of the importance ratio.",
+    "epsilon_high": "Upper clipping bound (DAPO's clip-higher, e.g. 0.28); 0: the same as epsilon.",
+    "num_iterations": "Updates per generated batch (μ); above 1 reuses rollouts with clipping.",
+    "mask_truncated_completions": "Leave episodes cut off by max_completion_length out of the loss (DAPO).",
+    "generation_backend": "hf: transformers generate; continuous_batching: transformers' engine; vllm_colocate: "
+    "vLLM on the training GPU; vllm_server: a vLLM server (needs CUDA and vllm on the worker).",
+    "vllm_server_url": "With vllm_server: the URL of a running `vllm serve` (e.g. http://gpu-box:8000).",
+    "gpus": "GPUs the run needs on one worker (0: any worker, CPU included). Refused if no live worker has them.",
+    "lora_r": "LoRA rank; 0 trains every weight (full fine-tuning).",
+    "lora_alpha": "LoRA scaling (alpha / r multiplies the adapter's update).",
+    "lora_dropout": "Dropout on the LoRA layers' input.",
+    "lora_target_modules": "all-linear, or module names separated by commas (q_proj,k_proj,v_proj,o_proj).",
     "seed": "Seed of the trainer and of the dataset's environment seeds.",
     "save_steps": "Save a checkpoint every this many steps (resume starts from the last).",
     "step_timeout": "Seconds one environment step may take before the episode is cut off.",
+    "advanced": 'Any other GRPOConfig field as JSON or YAML, e.g. {"importance_sampling_level": "sequence", '
+    '"weight_decay": 0.01}. Checked against TRL\'s own fields.',
 }
+
+
+def settings_flat(config: dict[str, Any]) -> dict[str, Any]:
+    """Every setting a run trained with, for its page and the compare diff: a setting a run predates at its default
+    (what the trainer used), the advanced box one row per key (`advanced.weight_decay`)."""
+    flat = {**GRPOSettings().as_dict(), **config}
+    advanced = flat.pop("advanced", None) or {}
+    flat.update({f"advanced.{key}": value for key, value in sorted(advanced.items())})
+    return flat

@@ -63,6 +63,36 @@ def check_model(model_name: str, team=None) -> None:
         raise ValidationError({"model_name": verdict.get("reason", "the model cannot be used")})
 
 
+class TrlSettingsCheck:
+    """Builds the real GRPOConfig and LoraConfig in a subprocess, so TRL's and peft's own checks judge the values
+    (the form checked names and types). Started first and read last: its ~5 s of importing TRL overlap the other
+    checks. A refusal comes back on the field it concerns."""
+
+    def __init__(self, config: dict) -> None:
+        command = [sys.executable, "-m", "workers.grpo_config", "check"]
+        pipe = subprocess.PIPE
+        self.process = subprocess.Popen(command, stdin=pipe, stdout=pipe, stderr=pipe, text=True, cwd=REPO_ROOT)
+        self.config = json.dumps(config)
+
+    def verdict(self, timeout: float = 120) -> None:
+        try:
+            out, err = self.process.communicate(self.config, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.close()
+            raise ValidationError({"advanced": f"TRL did not judge the settings within {timeout:.0f} s"}) from None
+        try:
+            verdict = json.loads(out.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            raise ValidationError({"advanced": f"could not check the settings with TRL: {err[-500:]}"}) from None
+        if not verdict.get("ok"):
+            raise ValidationError({verdict.get("field") or "advanced": verdict["reason"]})
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
 def check_environment(version: EnvironmentVersion, provider: str, progress=lambda m: None) -> None:
     from envs.tools import example_arguments
     from webapp.catalog.services import version_testdrive, version_tool
@@ -97,7 +127,13 @@ def preflight(
     progress("checking the settings", 0.05)
     settings_ = GRPOSettings.from_dict(config)
     replicas_for_run(version, settings_, replicas, provider_for_version(version, provider))
-    progress(f"checking that {model_name}'s tokenizer can call tools", 0.15)
-    check_model(model_name, team or version.environment.team)
-    progress("starting the environment for a scripted reset and step", 0.4)
-    check_environment(version, provider, progress=lambda message: progress(message, 0.6))
+    trl_check = TrlSettingsCheck(settings_.as_dict())
+    try:
+        progress(f"checking that {model_name}'s tokenizer can call tools", 0.15)
+        check_model(model_name, team or version.environment.team)
+        progress("starting the environment for a scripted reset and step", 0.4)
+        check_environment(version, provider, progress=lambda message: progress(message, 0.6))
+        progress("checking the settings with TRL's GRPOConfig", 0.9)
+        trl_check.verdict()
+    finally:
+        trl_check.close()

@@ -16,6 +16,7 @@ from webapp.accounts.models import Role, Team
 from webapp.accounts.selectors import membership_require
 from webapp.catalog.models import EnvironmentVersion
 from webapp.catalog.services import version_mark_used
+from webapp.fleet.fit import fleet_fit_check
 from webapp.live.publish import publish
 from webapp.runs.grpo import GRPOSettings
 from webapp.runs.models import FINAL_STATUSES, TIMESTAMP_FIELD, TRANSITIONS, Run, RunPrompts, Status
@@ -173,6 +174,7 @@ def run_create(
     settings_ = GRPOSettings.from_dict(config)
     provider = provider_for_version(env_version, provider)
     replicas = replicas_for_run(env_version, settings_, replicas, provider)
+    fleet_fit_check(gpus=settings_.gpus, generation_backend=settings_.generation_backend)
     if provider not in {"process", "docker", "url"}:
         raise ValidationError({"provider": f"unknown provider {provider!r}"})
     if not model_name.strip():

@@ -24,7 +24,7 @@ from webapp.jobs.selectors import job_get
 from webapp.jobs.services import job_create
 from webapp.runs import comparison, services
 from webapp.runs.forms import RunCreateForm
-from webapp.runs.grpo import HELP
+from webapp.runs.grpo import HELP, settings_flat
 from webapp.runs.models import Episode, MetricPoint, Run, Status
 from webapp.runs.rollups import series_downsampled
 from webapp.runs.selectors import metric_names, metric_tails, run_get, run_list
@@ -94,6 +94,8 @@ def _initial_from_job(request: HttpRequest) -> dict | None:
                "replicas": p.get("replicas"), "provider": p.get("provider"), "tags": ", ".join(p.get("tags") or []),
                "trust_override_reason": p.get("trust_override_reason", ""),
                "transcript_policy": p.get("transcript_policy")}  # fmt: skip
+    if initial.get("advanced"):
+        initial["advanced"] = json.dumps(initial["advanced"], indent=1)
     rows = p.get("prompts") or []
     if all(isinstance(r, str) or set(r) == {"prompt"} for r in rows):
         initial["prompts"] = "\n".join(r if isinstance(r, str) else r["prompt"] for r in rows)
@@ -150,7 +152,7 @@ def run_detail_view(request: HttpRequest, pk: int) -> HttpResponse:
     groups: dict[str, list[str]] = {}
     for name in names:
         groups.setdefault(name.split("/")[0] if "/" in name else "train", []).append(name)
-    config_rows = [(k, v, HELP.get(k, "")) for k, v in run.config.items()]
+    config_rows = [(k, v, HELP.get(k, "")) for k, v in settings_flat(run.config).items()]
     return render(
         request,
         "runs/run_detail.html",

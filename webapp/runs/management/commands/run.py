@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
@@ -13,6 +14,7 @@ from webapp.accounts.models import Team
 from webapp.catalog.management.commands.env import environment_resolve
 from webapp.runs import services
 from webapp.runs.follow import run_follow
+from webapp.runs.grpo import GENERATION_BACKENDS
 from webapp.runs.models import Run
 
 
@@ -52,6 +54,14 @@ class Command(BaseCommand):
         create.add_argument("--provider", choices=["process", "docker", "url"])
         create.add_argument("--replicas", type=int, default=None, help="default: as many as a step's sessions need")
         create.add_argument("--config", default="{}", help="GRPO settings as JSON, e.g. '{\"num_generations\": 4}'")
+        create.add_argument("--lora-r", type=int, help="LoRA rank (0 or absent: full fine-tuning)")
+        create.add_argument("--lora-alpha", type=int)
+        create.add_argument("--lora-dropout", type=float)
+        create.add_argument("--lora-target-modules", help="all-linear, or q_proj,v_proj,...")
+        create.add_argument("--generation-backend", choices=GENERATION_BACKENDS)
+        create.add_argument("--vllm-server-url")
+        create.add_argument("--gpus", type=int, help="GPUs the run needs on one worker")
+        create.add_argument("--advanced", help="other GRPOConfig fields as JSON or YAML text, or @FILE")
         create.add_argument("--name", default="")
         create.add_argument("--trust-override-reason", default="",
                             help="why this run may start on a version whose trust check failed")  # fmt: skip
@@ -79,8 +89,18 @@ class Command(BaseCommand):
         if version is None:
             raise CommandError(f"{environment.slug} has no such version")
         team = Team.objects.get(slug=options["team"]) if options["team"] else environment.team
-        config = json.loads(options["config"])
+        try:
+            config = json.loads(options["config"])
+        except ValueError as exc:
+            raise CommandError(f"--config is not JSON: {exc}") from None
         config["max_steps"] = options["max_steps"]
+        for name in ("lora_r", "lora_alpha", "lora_dropout", "lora_target_modules", "generation_backend",
+                     "vllm_server_url", "gpus"):  # fmt: skip
+            if options[name] is not None:
+                config[name] = options[name]
+        if options["advanced"]:
+            text = options["advanced"]
+            config["advanced"] = Path(text[1:]).read_text() if text.startswith("@") else text
         try:
             run = services.run_create(
                 team=team, user=None, env_version=version, model_name=options["model"], config=config,

@@ -1,0 +1,80 @@
+"""Training the way teams with GPUs do, proved on the CPU through a real worker: LoRA adapters that save and
+resume, loss and sampling settings and TRL's other fields that reach GRPOConfig, and generation backends the fleet
+cannot run refused before anything is queued.
+
+The GPU is the boundary we cannot reach here: vLLM itself never runs in these tests; its refusal does.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from tests.workers.conftest import wait_final, wait_for
+from tests.workers.test_training_runs import SMALL, start_run
+from webapp.fleet.models import Worker
+from webapp.runs.models import Episode, MetricPoint, Status
+from webapp.runs.services import run_artifact_dir, run_resume
+from workers.checkpoints import checkpoint_dir
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+def test_a_lora_run_with_papers_settings_saves_its_adapter_and_resumes(acme, tiny_model, live_worker):
+    run = start_run(
+        acme, max_steps=4, save_steps=2, lora_r=8, lora_alpha=16, lora_dropout=0.0,
+        loss_type="dr_grpo", scale_rewards="none", epsilon_high=0.28, top_p=0.95,
+        advanced={"weight_decay": 0.01, "lr_scheduler_type": "constant", "importance_sampling_level": "token"},
+    )  # fmt: skip
+    run = wait_final(run, timeout=900)
+    assert run.status == Status.SUCCEEDED, run.failure_reason
+
+    # What TRL really trained with: every curated and advanced setting reached GRPOConfig.
+    trained = json.loads((run_artifact_dir(run) / "trainer_config.json").read_text())
+    assert trained["loss_type"] == "dr_grpo" and trained["scale_rewards"] == "none"
+    assert trained["epsilon_high"] == 0.28 and trained["top_p"] == 0.95
+    assert trained["weight_decay"] == 0.01 and trained["lr_scheduler_type"] == "constant"
+
+    # A LoRA checkpoint is the adapter, not the whole model.
+    second = checkpoint_dir(run_artifact_dir(run)) / "checkpoint-2"
+    assert (second / "adapter_model.safetensors").exists() and (second / "adapter_config.json").exists()
+    assert not (second / "model.safetensors").exists()
+    adapter = json.loads((second / "adapter_config.json").read_text())
+    assert adapter["r"] == 8 and adapter["lora_alpha"] == 16 and adapter["peft_type"] == "LORA"
+    assert adapter["base_model_name_or_path"] == str(tiny_model)
+
+    # Resume from the adapter checkpoint at step 2: steps 3 and 4 are played again on top of it.
+    run = run_resume(run=run, user=None, checkpoint=str(second))
+    run = wait_final(run, timeout=900)
+    assert run.status == Status.SUCCEEDED, run.failure_reason
+    steps = sorted(MetricPoint.objects.filter(run=run, name="reward").values_list("step", flat=True))
+    assert steps == [1, 2, 3, 4]
+    assert Episode.objects.filter(run=run).count() == 4 * SMALL["per_device_train_batch_size"]
+    assert "resuming from" not in run.failure_reason
+
+
+def test_generation_the_fleet_cannot_do_is_refused_before_anything_is_queued(acme, live_worker):
+    worker = wait_for(lambda: Worker.objects.filter(name__startswith="test-worker-", capabilities__has_key="cuda")
+                      .first(), timeout=120, what="the worker to record what it can run")  # fmt: skip
+    assert worker.capabilities["cuda"] is False and worker.capabilities["peft"]
+    for backend in ("vllm_colocate", "vllm_server"):
+        with pytest.raises(ValidationError) as refused:
+            start_run(acme, max_steps=2, generation_backend=backend)
+        reason = " ".join(refused.value.message_dict["generation_backend"])
+        assert "no CUDA device" in reason and worker.name in reason
+    with pytest.raises(ValidationError) as refused:
+        start_run(acme, max_steps=2, gpus=2)
+    assert f"{worker.name}: no GPU" in " ".join(refused.value.message_dict["gpus"])
+    from webapp.runs.models import Run
+
+    assert not Run.objects.exists()
+
+
+def test_a_run_generating_with_transformers_continuous_batching(acme, tiny_model, live_worker):
+    run = wait_final(start_run(acme, max_steps=2, generation_backend="continuous_batching"), timeout=900)
+    assert run.status == Status.SUCCEEDED, run.failure_reason
+    trained = json.loads((run_artifact_dir(run) / "trainer_config.json").read_text())
+    assert trained["use_transformers_continuous_batching"] is True and trained["use_vllm"] is False
+    assert Episode.objects.filter(run=run, num_tool_calls__gt=0).exists()
