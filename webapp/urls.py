@@ -6,6 +6,7 @@ from django.urls import include, path
 
 from webapp.accounts import views as account_views
 from webapp.core import views as core_views
+from webapp.runs import views as run_views
 
 handler400 = "webapp.core.views.bad_request"
 handler403 = "webapp.accounts.views.permission_denied"
@@ -30,5 +31,6 @@ urlpatterns = [
     path("envs/", include("webapp.catalog.urls")),
     path("runs/", include("webapp.runs.urls")),
     path("jobs/", include("webapp.jobs.urls")),
+    path("workers/", run_views.workers_view, name="workers"),
     path("admin/", admin.site.urls),
 ]

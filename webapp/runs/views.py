@@ -326,3 +326,13 @@ def compare_metrics_csv(request: HttpRequest) -> StreamingHttpResponse:
     response = StreamingHttpResponse(rows(), content_type="text/csv")
     response["Content-Disposition"] = 'attachment; filename="trainyard-metrics.csv"'
     return response
+
+
+@login_required
+def workers_view(request: HttpRequest) -> HttpResponse:
+    """Every worker with its heartbeat and the run queue in order (other teams' runs counted, not named)."""
+    from webapp.accounts.selectors import team_list_for_user
+    from webapp.runs.fleet_view import fleet_state
+
+    team_ids = set(team_list_for_user(user=request.user).values_list("pk", flat=True))
+    return render(request, "runs/workers.html", fleet_state(team_ids=team_ids))

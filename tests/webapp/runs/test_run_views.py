@@ -90,3 +90,21 @@ def test_the_create_form_names_the_field_of_bad_settings(client_for, alice, run)
     )  # fmt: skip
     assert response.status_code == 400
     assert "divisible by num_generations" in response.context["form"].errors["per_device_train_batch_size"][0]
+
+
+def test_the_workers_page_counts_other_teams_runs_without_naming_them(client_for, alice, charlie, run):
+    from django.utils import timezone
+
+    from webapp.fleet.models import Worker
+
+    now = timezone.now()
+    caps = {"cuda": True, "vllm": "0.19.0"}
+    Worker.objects.create(name="gpu-0@box", host="box", pid=7, queues=["gpu"], gpus=[0, 1], started_at=now,
+                          seen_at=now, current_runs=[run.pk], capabilities=caps)  # fmt: skip
+    Worker.objects.create(name="gpu-1@gone", host="gone", pid=8, queues=["gpu"], gpus=[], started_at=now,
+                          seen_at=now - timezone.timedelta(minutes=5))  # fmt: skip
+    mine = client_for(alice).get(reverse("workers")).content.decode()
+    assert run.name in mine and "vLLM 0.19.0" in mine and "0, 1" in mine
+    assert 'data-worker="gpu-1@gone"' in mine and ">lost<" in mine
+    theirs = client_for(charlie).get(reverse("workers")).content.decode()
+    assert run.name not in theirs and "a run of another team" in theirs
