@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -60,6 +61,13 @@ def model_path(run) -> str:
             raise RuntimeError(f"{run.model_name} is not warm-started on this machine: run `manage.py model warmstart "
                                f"--env {run.model_name.split('@', 1)[1].replace(':', ' --version ', 1)}`")  # fmt: skip
         return str(path)
+    from webapp.runs.saved_models import saved_model_resolve
+
+    saved = saved_model_resolve(run.model_name, team=run.team)
+    if saved is not None:  # a run's checkpoint or final model; an adapter is merged into its base first
+        from workers.model_export import trainable_path
+
+        return str(trainable_path(saved, Path(settings.DATA_DIR)))
     return run.model_name  # a Hub id or a local path: from_pretrained takes both
 
 
@@ -149,6 +157,23 @@ def recording(run, stop: threading.Event):
     return environment_reward, Record()
 
 
+def final_save(trainer, run, tokenizer, *, base_model: str) -> None:
+    """The model as training left it (the adapter alone for a LoRA run), with its tokenizer, in the run's `final`
+    folder. Written beside it and renamed, and trainyard.json last: a half-written final model is never listed."""
+    from webapp.runs.saved_models import final_dir
+
+    final = final_dir(run)
+    partial = final.with_name("final.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    trainer.save_model(str(partial))
+    tokenizer.save_pretrained(str(partial))
+    shutil.rmtree(final, ignore_errors=True)
+    partial.rename(final)
+    record = {"step": trainer.state.global_step, "base_model": base_model, "lora": bool(run.config.get("lora_r")),
+              "run": run.pk}  # fmt: skip
+    (final / "trainyard.json").write_text(json.dumps(record))
+
+
 def train(run, artifact_dir: Path, stop: threading.Event) -> None:
     import torch
     from datasets import Dataset
@@ -157,6 +182,7 @@ def train(run, artifact_dir: Path, stop: threading.Event) -> None:
     from envs.adapter import tool_env_class
     from webapp.core.heap import freeze_long_lived_objects
     from webapp.runs.models import Run
+    from webapp.runs.saved_models import final_dir
     from workers.checkpoints import checkpoint_dir
     from workers.concurrent_tools import concurrent_tools_trainer
     from workers.grpo_config import grpo_config, lora_config
@@ -200,9 +226,13 @@ def train(run, artifact_dir: Path, stop: threading.Event) -> None:
     resumed_at = json.loads((Path(resume) / "trainer_state.json").read_text())["global_step"] if resume else 0
     if run.step > resumed_at or run.episodes_recorded:  # a fresh run has nothing to forget: no queries then
         run_records_truncate(run, after_step=resumed_at)
+    if not resume:  # from scratch: folders a run of this id left before (a reset database) are not this run's
+        for stale in (checkpoint_dir(artifact_dir), final_dir(run)):
+            shutil.rmtree(stale, ignore_errors=True)
     freeze_long_lived_objects()  # model, tokenizer and trainer are built: they live as long as the run
     try:
         trainer.train(resume_from_checkpoint=resume)
+        final_save(trainer, run, tokenizer, base_model=path)
     finally:
         for pool in getattr(trainer, "_environment_pool", {}).values():
             for env in pool:

@@ -7,22 +7,30 @@ The GPU is the boundary we cannot reach here: vLLM itself never runs in these te
 
 from __future__ import annotations
 
+import io
 import json
+import tarfile
+from pathlib import Path
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.core.management import call_command
+from django.urls import reverse
 
 from tests.workers.conftest import wait_final, wait_for
 from tests.workers.test_training_runs import SMALL, start_run
 from webapp.fleet.models import Worker
 from webapp.runs.models import Episode, MetricPoint, Status
-from webapp.runs.services import run_artifact_dir, run_resume
+from webapp.runs.saved_models import saved_models
+from webapp.runs.services import run_artifact_dir, run_create, run_resume
 from workers.checkpoints import checkpoint_dir
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
-def test_a_lora_run_with_papers_settings_saves_its_adapter_and_resumes(acme, tiny_model, live_worker):
+def test_a_lora_run_with_papers_settings_saves_its_adapter_resumes_and_is_trained_further(
+    acme, globex, alice, charlie, client_for, tiny_model, live_worker, tmp_path
+):
     run = start_run(
         acme, max_steps=4, save_steps=2, lora_r=8, lora_alpha=16, lora_dropout=0.0,
         loss_type="dr_grpo", scale_rewards="none", epsilon_high=0.28, top_p=0.95,
@@ -52,7 +60,37 @@ def test_a_lora_run_with_papers_settings_saves_its_adapter_and_resumes(acme, tin
     steps = sorted(MetricPoint.objects.filter(run=run, name="reward").values_list("step", flat=True))
     assert steps == [1, 2, 3, 4]
     assert Episode.objects.filter(run=run).count() == 4 * SMALL["per_device_train_batch_size"]
-    assert "resuming from" not in run.failure_reason
+
+    # Its models: the final adapter and the checkpoints, downloadable by the team only.
+    models = {m.name: m for m in saved_models(run)}
+    assert list(models) == ["final", "checkpoint-4", "checkpoint-2"]
+    assert models["final"].adapter and models["final"].step == 4 and models["final"].size_bytes > 1000
+    url = reverse("runs:run-model-download", args=[run.pk, "checkpoint-2"])
+    response = client_for(alice).get(url)
+    assert response.status_code == 200
+    with tarfile.open(fileobj=io.BytesIO(b"".join(response.streaming_content)), mode="r:gz") as tar:
+        names = {Path(n).name for n in tar.getnames()}
+    assert {"adapter_model.safetensors", "adapter_config.json", "tokenizer.json"} <= names
+    assert "optimizer.pt" not in names
+    assert client_for(charlie).get(url).status_code == 404
+
+    # Exported merged: a plain model folder, no adapter left.
+    call_command("model", "export", "--run", str(run.pk), "--merge", "--out", str(tmp_path / "merged"))
+    assert (tmp_path / "merged" / "model.safetensors").exists()
+    assert not (tmp_path / "merged" / "adapter_config.json").exists()
+
+    # Train from the adapter checkpoint at step 2: a new run whose page names where it came from.
+    child = run_create(team=acme, user=alice, env_version=run.env_version, model_name=f"run:{run.pk}/checkpoint-2",
+                       config={**SMALL, "max_steps": 2})  # fmt: skip
+    child = wait_final(child, timeout=900)
+    assert child.status == Status.SUCCEEDED, child.failure_reason
+    assert (child.parent_id, child.parent_model, child.parent_step) == (run.pk, "checkpoint-2", 2)
+    page = client_for(alice).get(child.get_absolute_url()).content.decode()
+    assert f'Trained from <a href="{run.get_absolute_url()}">{run.name}</a>\'s checkpoint-2 (step 2)' in page
+    assert child.name in client_for(alice).get(run.get_absolute_url()).content.decode()
+    assert not saved_models(child)[0].adapter  # full fine-tuning from the merged checkpoint
+    with pytest.raises(ValidationError, match="no run"):
+        run_create(team=globex, user=charlie, env_version=run.env_version, model_name=f"run:{run.pk}/final")
 
 
 def test_generation_the_fleet_cannot_do_is_refused_before_anything_is_queued(acme, live_worker):

@@ -62,6 +62,12 @@ class Run(models.Model):
         default="all",
     )  # fmt: skip
     trust_override_reason = models.TextField(blank=True)
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children",
+        help_text="The run whose saved model this run started from (train from a checkpoint)",
+    )  # fmt: skip
+    parent_model = models.CharField(max_length=40, blank=True, help_text="final or checkpoint-N of the parent")
+    parent_step = models.PositiveIntegerField(null=True, blank=True)
 
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.QUEUED, db_index=True)
     failure_reason = models.TextField(blank=True)

@@ -28,6 +28,10 @@ def check_model(model_name: str, team=None) -> None:
         if not (tiny_model_dir(settings.DATA_DIR) / "config.json").exists():
             raise ValidationError({"model_name": "tiny-local is not built yet: run `manage.py bootstrap` first."})
         return
+    from webapp.runs.saved_models import saved_model_resolve
+
+    if team is not None and saved_model_resolve(model_name, team=team) is not None:
+        return  # a model this team's run saved, with its tokenizer (TRL trained it, so it calls tools)
     from workers.warmstart import NAME, warmstart_dir, warmstart_version_for
 
     if NAME.match(model_name):

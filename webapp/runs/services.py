@@ -189,6 +189,9 @@ def run_create(
     held_back = trust_gate(env_version)
     if held_back and not trust_override_reason.strip():
         raise ValidationError({"trust_override_reason": f"{held_back}; give a reason to run it anyway."})
+    from webapp.runs.saved_models import saved_model_resolve
+
+    parent_model = saved_model_resolve(model_name, team=team)  # train from a run's checkpoint: its lineage
     if check_only:
         return None
     with transaction.atomic():
@@ -208,6 +211,9 @@ def run_create(
             transcript_policy=transcript_policy,
             max_steps=settings_.max_steps,
             queued_at=timezone.now(),
+            parent_id=parent_model.run_id if parent_model else None,
+            parent_model=parent_model.name if parent_model else "",
+            parent_step=parent_model.step if parent_model else None,
         )
         if rows:
             RunPrompts.objects.create(run=run, rows=rows)

@@ -17,6 +17,7 @@ urlpatterns = [
     path("<id:pk>/metrics.json", views.run_metrics_json, name="run-metrics"),
     path("<id:pk>/episodes.json", views.run_episodes_json, name="run-episodes"),
     path("<id:pk>/log.txt", views.run_log_view, name="run-log"),
+    path("<id:pk>/models/<str:name>.tar.gz", views.run_model_download, name="run-model-download"),
     path("<id:pk>/cancel/", views.run_cancel_view, name="run-cancel"),
     path("<id:pk>/clone/", views.run_clone_view, name="run-clone"),
     path("<id:pk>/resume/", views.run_resume_view, name="run-resume"),

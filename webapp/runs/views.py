@@ -102,6 +102,20 @@ def _initial_from_job(request: HttpRequest) -> dict | None:
     return initial
 
 
+def _initial_from_saved_model(request: HttpRequest) -> dict | None:
+    """ "Train from this checkpoint": the run's settings, with its saved model as the model to start from."""
+    if request.method != "GET" or not request.GET.get("from_run"):
+        return None
+    run = _run_or_404(request, int_param(request.GET, "from_run", lo=1, hi=LARGEST_ID))
+    name = text_param(request.GET, "model", most=40) or "final"
+    config = dict(run.config)
+    if config.get("advanced"):
+        config["advanced"] = json.dumps(config["advanced"], indent=1)
+    return {**config, "env_version": str(run.env_version_id), "model_name": f"run:{run.pk}/{name}",
+            "provider": run.provider, "tags": ", ".join(run.tags),
+            "transcript_policy": run.transcript_policy}  # fmt: skip
+
+
 @login_required
 def run_create_view(request: HttpRequest) -> HttpResponse:
     if request.team is None:
@@ -109,7 +123,7 @@ def run_create_view(request: HttpRequest) -> HttpResponse:
     membership_require(user=request.user, team=request.team, role=Role.MEMBER)
     versions = list(_versions_for(request))
     form = RunCreateForm(request.POST or None, request.FILES or None, versions=versions,
-                         initial=_initial_from_job(request))  # fmt: skip
+                         initial=_initial_from_job(request) or _initial_from_saved_model(request))  # fmt: skip
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         version = form.versions[data["env_version"]]
@@ -135,11 +149,14 @@ def run_create_view(request: HttpRequest) -> HttpResponse:
             job.params["back"] = f"{reverse('runs:run-create')}?from_job={job.pk}"
             job.save(update_fields=["params"])
             return redirect(job.get_absolute_url())
+    from webapp.runs.saved_models import team_saved_models
     from workers.warmstart import warmstarted_models
 
-    model_choices = [("tiny-local", "built on this machine")] + [
-        (name, f"warm-started on {version}") for name, version in warmstarted_models(versions)
-    ]
+    model_choices = (
+        [("tiny-local", "built on this machine")]
+        + [(name, f"warm-started on {version}") for name, version in warmstarted_models(versions)]
+        + team_saved_models(team=request.team)
+    )
     return render(request, "runs/run_form.html", {"form": form, "model_choices": model_choices},
                   status=400 if form.errors else 200)  # fmt: skip
 
@@ -153,6 +170,9 @@ def run_detail_view(request: HttpRequest, pk: int) -> HttpResponse:
     for name in names:
         groups.setdefault(name.split("/")[0] if "/" in name else "train", []).append(name)
     config_rows = [(k, v, HELP.get(k, "")) for k, v in settings_flat(run.config).items()]
+    from webapp.runs.saved_models import saved_models
+
+    children = list(run_list(user=request.user).filter(parent=run).order_by("created_at")[:50])
     return render(
         request,
         "runs/run_detail.html",
@@ -160,6 +180,9 @@ def run_detail_view(request: HttpRequest, pk: int) -> HttpResponse:
             "run": run,
             "can_act": membership is not None and membership.allows(Role.MEMBER),
             "config_rows": config_rows,
+            "saved_models": saved_models(run),
+            "children": children,
+            "parent": run_list(user=request.user).filter(pk=run.parent_id).first() if run.parent_id else None,
             "metric_groups": groups,
             "boot": {"run": run.pk, "maxSteps": run.max_steps, "status": run.status, "step": run.step},
         },
@@ -226,6 +249,22 @@ def run_log_view(request: HttpRequest, pk: int) -> HttpResponse:
     except OSError:
         text = ""
     return HttpResponse(text, content_type="text/plain; charset=utf-8")
+
+
+@login_required
+def run_model_download(request: HttpRequest, pk: int, name: str) -> StreamingHttpResponse:
+    """A saved model (final or a checkpoint) as a .tar.gz, streamed."""
+    from webapp.runs.model_archive import archive_stream
+    from webapp.runs.saved_models import saved_model_get
+
+    run = _run_or_404(request, pk)
+    saved = saved_model_get(run, name)
+    if saved is None:
+        raise Http404("This run saved no such model")
+    top = f"{run.name}-{saved.name}"
+    response = StreamingHttpResponse(archive_stream(saved, top=top), content_type="application/gzip")
+    response["Content-Disposition"] = f'attachment; filename="{top}.tar.gz"'
+    return response
 
 
 def _act(request: HttpRequest, pk: int, action) -> HttpResponse:

@@ -24,10 +24,18 @@ class Command(BaseCommand):
         warm.add_argument("--json", action="store_true")
         listing = sub.add_parser("list", help="models on this machine")
         listing.add_argument("--json", action="store_true")
+        export = sub.add_parser("export", help="copy a run's saved model out (a LoRA adapter merged on request)")
+        export.add_argument("--run", type=int, required=True, help="run id")
+        export.add_argument("--model", default="final", help="final (default) or checkpoint-N")
+        export.add_argument("--merge", action="store_true", help="merge a LoRA adapter into its base model")
+        export.add_argument("--out", required=True, help="folder to write (created)")
+        export.add_argument("--json", action="store_true")
 
     def handle(self, *args, **options) -> None:
         if options["action"] == "list":
             return self.list(options)
+        if options["action"] == "export":
+            return self.export(options)
         return self.warmstart(options)
 
     def warmstart(self, options) -> None:
@@ -83,3 +91,38 @@ class Command(BaseCommand):
         else:
             for row in rows:
                 self.stdout.write(row["model"])
+
+    def export(self, options) -> None:
+        from pathlib import Path
+
+        from tqdm import tqdm
+
+        from webapp.runs.models import Run
+        from webapp.runs.saved_models import saved_model_get, saved_models
+        from workers.model_export import export_model
+
+        run = Run.objects.filter(pk=options["run"]).first()
+        if run is None:
+            raise CommandError(f"no run {options['run']}")
+        saved = saved_model_get(run, options["model"])
+        if saved is None:
+            names = ", ".join(m.name for m in saved_models(run)) or "none"
+            raise CommandError(f"run {run.pk} saved no {options['model']} (it has: {names})")
+        out = Path(options["out"]).resolve()
+        if out.exists() and any(out.iterdir()):
+            raise CommandError(f"{out} exists and is not empty: name a new folder")
+        bar = tqdm(total=100, unit="%", file=sys.stderr, bar_format="{l_bar}{bar}| {n:.0f}% {postfix}")
+
+        def show(message: str, fraction: float) -> None:
+            bar.n = round(fraction * 100)
+            bar.set_postfix_str(message[:60])
+            bar.refresh()
+
+        try:
+            export_model(saved, out, merge=options["merge"], progress=show)
+        finally:
+            bar.close()
+        merged = options["merge"] and saved.adapter
+        result = {"run": run.pk, "model": saved.model_name, "step": saved.step, "path": str(out),
+                  "kind": "full model (merged)" if merged else saved.kind}  # fmt: skip
+        self.stdout.write(json.dumps(result, indent=2) if options["json"] else f"{saved.model_name} -> {out}")
