@@ -98,8 +98,9 @@ def main() -> None:
     from webapp.runs.models import Run
     from webapp.runs.services import run_create
     from workers.concurrent_tools import concurrent_tools_trainer
+    from workers.grpo_config import grpo_config
     from workers.tiny_model import ensure_tiny_model
-    from workers.trainer import build_dataset_rows, grpo_config, recording
+    from workers.trainer import build_dataset_rows, recording
 
     model = str(ensure_tiny_model(Path(os.environ.get("TRAINYARD_MODEL_CACHE", ROOT / "var")),
                                   progress=lambda m, f: print(f"… {m}", file=sys.stderr)))  # fmt: skip

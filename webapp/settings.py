@@ -202,6 +202,10 @@ CELERY_BEAT_SCHEDULE = {
 TRAINYARD_CANCEL_GRACE = env_int("TRAINYARD_CANCEL_GRACE", 20, minimum=0)
 TRAINYARD_HEARTBEAT_TIMEOUT = env_int("TRAINYARD_HEARTBEAT_TIMEOUT", 300, minimum=5)
 TRAINYARD_LOST_AFTER = env_int("TRAINYARD_LOST_AFTER", 120, minimum=10)
+# A worker keeps a trainer process that has imported torch and TRL, and an environment server process that has
+# imported OpenEnv, waiting for its next run (workers/standby.py): seconds off every run's start, for the memory of
+# two idle processes.
+TRAINYARD_STANDBY = env_bool("TRAINYARD_STANDBY", True)
 # A job (pre-flight, test drive) still running after this long lost its worker: it fails, saying so.
 TRAINYARD_JOB_LOST_AFTER = env_int("TRAINYARD_JOB_LOST_AFTER", 1800, minimum=60)
 # Workers record a heartbeat row this often; one silent for TRAINYARD_WORKER_LOST_AFTER is gone (its runs fail).

@@ -12,4 +12,4 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(["workers"], related_name="tasks", force=True)
 
 # Signal handlers of a worker's start and stop: its heartbeat row, and the requeue of work stranded meanwhile.
-from workers import heartbeat, stranded  # noqa: E402,F401
+from workers import heartbeat, standby, stranded  # noqa: E402,F401

@@ -27,6 +27,13 @@ class TrainerProcess:
         self.run_id = run_id
         self.log_path = log_path
         log_path.parent.mkdir(parents=True, exist_ok=True)
+        from workers.standby import standby_take
+
+        spare = standby_take(run_id, log_path) if env is None else None
+        self.warm = spare is not None  # a standby trainer took the run: TRL was imported already
+        if spare is not None:
+            self.popen = spare
+            return
         with log_path.open("ab") as log:
             self.popen = subprocess.Popen(
                 [sys.executable, "-m", "workers.trainer", str(run_id)],

@@ -239,5 +239,38 @@ def train(run, artifact_dir: Path, stop: threading.Event) -> None:
                 env._close()
 
 
+def standby() -> int:
+    """`--standby`: import everything training needs, then wait for `RUN_ID LOG_PATH` on stdin and become that
+    run's trainer, writing to its log. The worker keeps one such process ready (workers/standby.py); an empty line
+    or a closed stdin ends it."""
+    import django
+
+    from envs.parent_death import die_with_parent
+
+    die_with_parent()
+    django.setup()
+    import datasets  # noqa: F401
+    import peft  # noqa: F401
+    import torch  # noqa: F401
+    from trl import GRPOConfig, GRPOTrainer  # noqa: F401
+
+    import envs.adapter  # noqa: F401
+    import workers.concurrent_tools
+    import workers.recording  # noqa: F401
+
+    print("standing by", flush=True)
+    line = sys.stdin.readline().strip()
+    if not line:
+        return 0
+    run_id, log_path = line.split(" ", 1)
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+    return main(int(run_id))
+
+
 if __name__ == "__main__":
-    sys.exit(main(int(sys.argv[1])))
+    sys.exit(standby() if sys.argv[1] == "--standby" else main(int(sys.argv[1])))

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from envs.parent_death import child_environment
 from envs.providers.base import Deployment, EnvSource, ProvisionError, is_healthy, start_replicas, wait_healthy
+from envs.providers.server_standby import spare_take
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,6 +67,7 @@ class ProcessProvider:
 
     def _start(self, source: EnvSource, deployment_id: str, index: int, port: int = 0) -> tuple[ServerProcess, str]:
         # We bind and listen ourselves and hand the socket down: the port is ours from the start, no race.
+        port_wanted = port
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -86,8 +88,15 @@ class ProcessProvider:
         )
         env["PYTHONUNBUFFERED"] = "1"
         python = source.python or self.python
-        command = [python, "-m", "envs.providers.serve", "--fd", str(sock.fileno()),
-                   "--app", f"{source.package}.server.app:app"]  # fmt: skip
+        app = f"{source.package}.server.app:app"
+        if port_wanted == 0:  # a first start: a spare server with OpenEnv imported takes it, when there is one
+            spare = spare_take(python=python, listening=sock, app=app, cwd=root, log_path=log_path,
+                               env={**source.server_env(), **child_environment(), "PYTHONUNBUFFERED": "1"},
+                               paths_first=[str(root)], paths_last=[str(source.folder)])  # fmt: skip
+            if spare is not None:
+                sock.close()
+                return ServerProcess(pid=spare.pid, log_path=log_path, popen=spare), f"http://127.0.0.1:{port}"
+        command = [python, "-m", "envs.providers.serve", "--fd", str(sock.fileno()), "--app", app]
         try:
             with log_path.open("ab") as log:  # a restarted replica goes on in the same log
                 popen = subprocess.Popen(

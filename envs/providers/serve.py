@@ -29,17 +29,50 @@ def load_app(target: str):
         raise SystemExit(1) from None
 
 
+def standby(control_fd: int) -> None:
+    """Import OpenEnv's server stack, then wait for the socket and app to serve (envs/providers/server_standby.py)."""
+    import json
+    import os
+
+    die_with_parent()
+    import openenv.core.env_server
+    import openenv.core.env_server.http_server  # noqa: F401
+
+    print("standing by", flush=True)
+    control = socket.socket(fileno=control_fd)
+    message, fds, _, _ = socket.recv_fds(control, 1 << 20, 1)
+    if not message or not fds:
+        raise SystemExit(0)  # the provider closed its end: nothing to serve
+    order = json.loads(message)
+    log = os.open(order["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+    os.environ.update(order["env"])
+    os.chdir(order["cwd"])
+    sys.path[:0] = order["first"]
+    sys.path.extend(order["last"])
+    serve(socket.socket(fileno=fds[0]), order["app"], "warning")
+
+
+def serve(sock: socket.socket, target: str, log_level: str) -> None:
+    app = load_app(target)
+    config = uvicorn.Config(app, log_level=log_level, ws_max_size=2**24, timeout_graceful_shutdown=3)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
 def main() -> None:
+    if len(sys.argv) == 3 and sys.argv[1] == "--standby":
+        return standby(int(sys.argv[2]))
     parser = argparse.ArgumentParser()
     parser.add_argument("--fd", type=int, required=True)
     parser.add_argument("--app", required=True)
     parser.add_argument("--log-level", default="warning")
     args = parser.parse_args()
     die_with_parent()  # a server started for a worker never outlives it
-    sock = socket.socket(fileno=args.fd)
-    app = load_app(args.app)
-    config = uvicorn.Config(app, log_level=args.log_level, ws_max_size=2**24, timeout_graceful_shutdown=3)
-    uvicorn.Server(config).run(sockets=[sock])
+    serve(socket.socket(fileno=args.fd), args.app, args.log_level)
 
 
 if __name__ == "__main__":
