@@ -57,7 +57,9 @@ def execute_run(run_id: int) -> str:
     finally:
         for deployment in deployments:
             try:
-                provider.teardown(deployment)
+                (provider if deployment.provider == provider.kind else provider_get(deployment.provider)).teardown(
+                    deployment
+                )
             except Exception:
                 log.exception("tearing down the environment of run %s failed", run_id)
         if deployments:
@@ -71,36 +73,59 @@ def execute_run(run_id: int) -> str:
         close_layer()
 
 
-def provision_and_train(run: Run, provider, deployments: list) -> tuple[str, str]:
-    """Provision, run the trainer to its end, and say how the run ended (the caller records it)."""
-    version = run.env_version
+def provision_version(run: Run, version, provider, replicas: int, deployments: list):
+    """One environment version's servers for a run, checked against its pinned contract. Returns the deployment and
+    its record, or the reason the run fails."""
     source = version_source(version)
-    publish(run.pk, [("run.log", {"line": f"provisioning {run.replicas} x {version} ({run.provider})"})])
+    publish(run.pk, [("run.log", {"line": f"provisioning {replicas} x {version} ({provider.kind})"})])
     try:
-        deployment = provider.provision(source, replicas=run.replicas, labels={"run": str(run.pk)})
+        deployment = provider.provision(source, replicas=replicas, labels={"run": str(run.pk)})
     except ProvisionError as exc:
-        return Status.FAILED, f"the environment did not start: {exc}"
+        return None, None, f"the environment {version} did not start: {exc}"
     deployments.append(deployment)
     # The server must still be what the version pinned: an image or URL can change under a version.
     try:
         drift = contract_drift(version, deployment.endpoints[0], timeout=float(settings.TRAINYARD_ENV_STEP_TIMEOUT))
     except ContractUnreadable as exc:
-        return Status.FAILED, f"the environment's contract could not be read, so it cannot be trusted to match: {exc}"
+        return None, None, f"the environment's contract could not be read, so it cannot be trusted to match: {exc}"
     if drift:
-        return Status.FAILED, (f"the environment's server no longer matches {version} (its image or URL changed?): "
-                               "a run would train against tools the version never had. What differs (pinned → now):\n"
-                               + "\n".join(drift))[:2000]  # fmt: skip
+        return None, None, (f"the environment's server no longer matches {version} (its image or URL changed?): "
+                            "a run would train against tools the version never had. What differs (pinned → now):\n"
+                            + "\n".join(drift))[:2000]  # fmt: skip
     record = deployment.as_dict()
     record["handles"] = [getattr(h, "pid", h) for h in deployment.handles]
     # The tool surface this run trains against, to compare with what the model meets in production.
     record["contract_hash"] = version_contract_hash(version)
     record["tools"] = [t["name"] for t in version.tools]
+    return deployment, record, ""
+
+
+def provision_and_train(run: Run, provider, deployments: list) -> tuple[str, str]:
+    """Provision, run the trainer to its end, and say how the run ended (the caller records it)."""
+    from webapp.catalog.models import EnvironmentVersion
+
+    version = run.env_version
+    source = version_source(version)
+    deployment, record, failure = provision_version(run, version, provider, run.replicas, deployments)
+    if failure:
+        return Status.FAILED, failure
+    extra = {}  # a mixed run's other environments, by key
+    for entry in run.environments[1:]:
+        other = EnvironmentVersion.objects.select_related("environment").get(pk=entry["version"])
+        other_provider = provider_get(entry.get("provider") or run.provider)
+        _, other_record, failure = provision_version(run, other, other_provider, entry["replicas"], deployments)
+        if failure:
+            return Status.FAILED, failure
+        extra[entry["key"]] = other_record
+    if extra:
+        record["environments"] = extra
     Run.objects.filter(pk=run.pk).update(deployment=record)
     run.refresh_from_db()
     if run.status == Status.CANCELLING:
         return Status.CANCELLED, ""
     run_transition(run, Status.RUNNING, heartbeat_at=timezone.now())
-    trainer = TrainerProcess(run.pk, log_path=Path(run_artifact_dir(run)) / "trainer.log")
+    processes = GRPOSettings.from_dict(run.config).processes
+    trainer = TrainerProcess(run.pk, log_path=Path(run_artifact_dir(run)) / "trainer.log", processes=processes)
     Run.objects.filter(pk=run.pk).update(trainer_pid=trainer.pid)
 
     def cancel_requested() -> bool:
@@ -125,7 +150,7 @@ def provision_and_train(run: Run, provider, deployments: list) -> tuple[str, str
         heartbeat_age=heartbeat_age,
         cooperative_grace=settings.TRAINYARD_CANCEL_GRACE,
         heartbeat_timeout=settings.TRAINYARD_HEARTBEAT_TIMEOUT,
-        environment_dead=lambda: provider.dead_replicas(deployment),
+        environment_dead=lambda: dead_replicas(provider, deployments),
         environment_upkeep=keeper,
     )
     run.refresh_from_db()
@@ -135,10 +160,19 @@ def provision_and_train(run: Run, provider, deployments: list) -> tuple[str, str
         return Status.SUCCEEDED, ""
     if outcome.reason.startswith("the environment died"):
         return Status.FAILED, outcome.reason[:2000]
-    dead = provider.dead_replicas(deployment)
+    dead = dead_replicas(provider, deployments)
     if dead:  # the trainer failed because its environment died first: say that, then what the trainer saw
         return (
             Status.FAILED,
             f"the environment died: {'; '.join(dead)} (the trainer: {failure_reason(run, outcome, trainer)})"[:2000],
         )
     return Status.FAILED, failure_reason(run, outcome, trainer)
+
+
+def dead_replicas(provider, deployments: list) -> list[str]:
+    """Every dead server of every environment of the run (a mixed run has several deployments)."""
+    dead = []
+    for deployment in deployments:
+        kind = provider if deployment.provider == provider.kind else provider_get(deployment.provider)
+        dead += kind.dead_replicas(deployment)
+    return dead

@@ -172,10 +172,11 @@ class EpisodeRecorder:
     SAMPLE = 2
     last_counts: dict[str, float] = {}
 
-    def __init__(self, run: Run, group_size: int) -> None:
+    def __init__(self, run: Run, group_size: int, rank: int = 0) -> None:
         self.run_id = run.pk
         self.group_size = group_size
         self.policy = run.transcript_policy
+        self.rank = rank
 
     def record(
         self,
@@ -185,12 +186,15 @@ class EpisodeRecorder:
         completions: list[list[dict[str, Any]]],
         environments: list[ToolEnvironment],
         rewards: list[float],
+        environment_keys: list[str] | None = None,
     ) -> list[Episode]:
         advantages = group_advantages(rewards, self.group_size)
         errored = [bool(env.episode and (env.episode.error or any(e.error for e in env.episode.events)))
                    for env in environments]  # fmt: skip
         keep = range(len(rewards)) if self.policy == "all" else transcripts_to_keep(rewards, errored, self.SAMPLE, step)
         rows = []
+        # Each rank holds whole groups (settings check it); its groups follow the lower ranks' in the step.
+        first_group = self.rank * (len(rewards) // max(1, self.group_size))
         for index, (prompt, completion, env, reward) in enumerate(zip(prompts, completions, environments, rewards,
                                                                       strict=True)):  # fmt: skip
             log = env.episode
@@ -202,7 +206,9 @@ class EpisodeRecorder:
                 Episode(
                     run_id=self.run_id,
                     step=step,
-                    group=index // self.group_size,
+                    group=first_group + index // self.group_size,
+                    rank=self.rank,
+                    environment=environment_keys[index] if environment_keys else "",
                     index_in_group=index % self.group_size,
                     prompt=text,
                     turns=turns if index in keep else [],
@@ -242,5 +248,7 @@ class EpisodeRecorder:
             "num_tool_calls": episode.num_tool_calls,
             "num_tool_errors": episode.num_tool_errors,
             "error": episode.error,
+            "environment": episode.environment,
+            "rank": episode.rank,
             "turns": turns,
         }

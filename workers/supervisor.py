@@ -16,6 +16,14 @@ from envs.parent_death import child_environment
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 @dataclass
 class Outcome:
     kind: str  # "succeeded", "failed", "cancelled"
@@ -23,20 +31,25 @@ class Outcome:
 
 
 class TrainerProcess:
-    def __init__(self, run_id: int, *, log_path: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, run_id: int, *, log_path: Path, env: dict[str, str] | None = None, processes: int = 1) -> None:
         self.run_id = run_id
         self.log_path = log_path
         log_path.parent.mkdir(parents=True, exist_ok=True)
         from workers.standby import standby_take
 
-        spare = standby_take(run_id, log_path) if env is None else None
+        spare = standby_take(run_id, log_path) if env is None and processes == 1 else None
         self.warm = spare is not None  # a standby trainer took the run: TRL was imported already
         if spare is not None:
             self.popen = spare
             return
+        command = [sys.executable, "-m", "workers.trainer", str(run_id)]
+        if processes > 1:  # N ranks under torchrun (one group: signals reach every rank)
+            command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(processes),
+                       "--master_addr", "127.0.0.1", "--master_port", str(free_port()), "--module",
+                       "workers.trainer", str(run_id)]  # fmt: skip
         with log_path.open("ab") as log:
             self.popen = subprocess.Popen(
-                [sys.executable, "-m", "workers.trainer", str(run_id)],
+                command,
                 cwd=REPO_ROOT,
                 env={**os.environ, "PYTHONUNBUFFERED": "1", **child_environment(), **(env or {})},
                 stdout=log,

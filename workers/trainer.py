@@ -25,17 +25,57 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 HEARTBEAT_SECONDS = 5.0
 
 
-def build_dataset_rows(run, tool_names: list[str]) -> list[dict[str, Any]]:
-    """The run's prompts as conversational rows; with none, the environment's default prompt over seeds."""
+def rank() -> int:
+    """This process's rank under torchrun (0 when alone). Rank 0 records metrics, heartbeats and the final model;
+    every rank records its own episodes."""
+    return int(os.environ.get("RANK", "0"))
+
+
+def world_size() -> int:
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def all_ranks_agree(flag: bool, device) -> bool:
+    """True on every rank when any rank says so: ranks must stop at the same step, or one waits forever."""
+    import torch
+    import torch.distributed as dist
+
+    if world_size() == 1 or not dist.is_initialized():
+        return flag
+    tensor = torch.tensor([1 if flag else 0], device=device)
+    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+    return bool(tensor.item())
+
+
+def barrier() -> None:
+    import torch.distributed as dist
+
+    if world_size() > 1 and dist.is_initialized():
+        dist.barrier()
+
+
+def build_dataset_rows(run, tool_names: list[str], mixed: dict[str, tuple[str, list[str]]] | None = None
+                       ) -> list[dict[str, Any]]:  # fmt: skip
+    """The run's prompts as conversational rows; with none, the environment's default prompt over seeds. A mixed run
+    (`mixed`: key → (description, tool names) of each environment) gets an `environment` column that routes each
+    row, in proportion to the mixture weights, and each environment's own default prompt."""
     from envs.prompts import default_prompt
+    from webapp.runs.mixture import mixture_rows
     from webapp.runs.selectors import run_prompts
 
     settings = run.config
     rows = run_prompts(run=run)
-    if not rows:
+    count = max(8, settings["per_device_train_batch_size"] * settings["gradient_accumulation_steps"] * 4)
+    if mixed:
+        keys = mixture_rows(run.environments, max(count * len(mixed), len(rows)))
+        if not rows:
+            rows = [{"prompt": default_prompt(description=mixed[key][0], tool_names=mixed[key][1]),
+                     "environment": key} for key in keys]  # fmt: skip
+        else:
+            rows = [{**row, "environment": row.get("environment") or keys[i]} for i, row in enumerate(rows)]
+    elif not rows:
         text = default_prompt(description=run.env_version.environment.description, tool_names=tool_names)
-        count = max(8, settings["per_device_train_batch_size"] * settings["gradient_accumulation_steps"] * 4)
-        rows = [{"prompt": text, "seed": settings["seed"] * 1000 + i} for i in range(count)]
+        rows = [{"prompt": text} for _ in range(count)]
     out = []
     for i, row in enumerate(rows):
         row = dict(row)
@@ -76,6 +116,10 @@ def main(run_id: int) -> int:
 
     from envs.parent_death import die_with_parent
 
+    if world_size() > 1:  # a rank's parent is torchrun (the worker's child, in the same process group)
+        from envs.parent_death import PARENT_PID_VARIABLE
+
+        os.environ[PARENT_PID_VARIABLE] = str(os.getppid())
     die_with_parent()  # the trainer dies with its worker: an unsupervised run is worse than a failed one
     django.setup()
     from django.utils import timezone
@@ -87,7 +131,8 @@ def main(run_id: int) -> int:
     artifact_dir = run_artifact_dir(run)
     artifact_dir.mkdir(parents=True, exist_ok=True)
     failure_file = artifact_dir / "failure.txt"
-    failure_file.unlink(missing_ok=True)
+    if rank() == 0:
+        failure_file.unlink(missing_ok=True)
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -96,18 +141,22 @@ def main(run_id: int) -> int:
         while not stop.wait(HEARTBEAT_SECONDS):
             Run.objects.filter(pk=run_id).update(heartbeat_at=timezone.now())
 
-    threading.Thread(target=heartbeat, daemon=True, name="heartbeat").start()
+    if rank() == 0:
+        threading.Thread(target=heartbeat, daemon=True, name="heartbeat").start()
     try:
         train(run, artifact_dir, stop)
     except Exception as exc:
-        failure_file.write_text(f"{type(exc).__name__}: {exc}\n\n{traceback.format_exc()[-6000:]}")
+        where = f"rank {rank()}: " if world_size() > 1 else ""
+        if not failure_file.exists():  # the first rank to fail says why; the others fail because it did
+            failure_file.write_text(f"{where}{type(exc).__name__}: {exc}\n\n{traceback.format_exc()[-6000:]}")
         traceback.print_exc()
         Run.objects.filter(pk=run_id).update(trainer_outcome="failed")
         return 1
     else:
         # Its own record of how it ended: if the worker dies now, the reaper still knows the run finished.
         stopped = stop.is_set() or Run.objects.filter(pk=run_id, cancel_requested_at__isnull=False).exists()
-        Run.objects.filter(pk=run_id).update(trainer_outcome="stopped" if stopped else "succeeded")
+        if rank() == 0:
+            Run.objects.filter(pk=run_id).update(trainer_outcome="stopped" if stopped else "succeeded")
     finally:
         stop.set()
         from webapp.live.publish import close_layer
@@ -125,36 +174,70 @@ def recording(run, stop: threading.Event):
     from webapp.runs.models import Run
     from workers.recording import EpisodeRecorder, MetricRecorder
 
-    metrics = MetricRecorder(run)
-    episodes = EpisodeRecorder(run, group_size=run.config["num_generations"])
+    metrics = MetricRecorder(run) if rank() == 0 else None  # logs are the same on every rank: one writes them
+    episodes = EpisodeRecorder(run, group_size=run.config["num_generations"], rank=rank())
 
     def environment_reward(prompts, completions, environments, trainer_state=None, **kwargs) -> list[float]:
         """The reward is what the environment paid, summed over the episode's steps; never the model's text."""
         rewards = [env._episode_reward() for env in environments]
         step = (trainer_state.global_step if trainer_state is not None else 0) + 1
+        keys = kwargs.get("environment")  # a mixed run's routing column: each rollout's environment
         episodes.record(step=step, prompts=prompts, completions=completions, environments=environments,
-                        rewards=rewards)  # fmt: skip
+                        rewards=rewards, environment_keys=keys)  # fmt: skip
         log_metric = kwargs.get("log_metric")
         if log_metric is not None:  # charted per step: how many calls really reached the environment
             for name, value in episodes.last_counts.items():
                 log_metric(name, value)
+            for key in sorted(set(keys or [])):  # and what each environment paid
+                mine = [r for r, k in zip(rewards, keys, strict=True) if k == key]
+                log_metric(f"reward/{key}", sum(mine) / len(mine))
         return rewards
 
     class Record(TrainerCallback):
         def on_log(self, args, state, control, logs=None, **kwargs):
-            metrics.record(state.global_step, logs or {})
+            if metrics is not None:
+                metrics.record(state.global_step, logs or {})
 
         def on_train_end(self, args, state, control, **kwargs):
-            metrics.flush()
+            if metrics is not None:
+                metrics.flush()
 
         def on_step_end(self, args, state, control, **kwargs):
-            Run.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
-            cancelled = Run.objects.filter(pk=run.pk, cancel_requested_at__isnull=False).exists()
-            if cancelled or stop.is_set():
+            wants_stop = stop.is_set()
+            if rank() == 0:
+                Run.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
+                wants_stop = wants_stop or Run.objects.filter(pk=run.pk, cancel_requested_at__isnull=False).exists()
+            if all_ranks_agree(wants_stop, args.device):
                 control.should_training_stop = True
                 control.should_save = False
 
     return environment_reward, Record()
+
+
+def environment_factory(run, env_class):
+    """TRL's environment_factory: the adapter class, or for a mixed run a dict of them by key, with what each
+    environment's default prompt needs (description, tool names)."""
+    if not run.environments:
+        return env_class, None
+    from envs.adapter import tool_env_class
+    from webapp.catalog.models import EnvironmentVersion
+    from workers.slot_keeper import lost_sessions_file
+
+    first = run.environments[0]["key"]
+    factory = {first: env_class}
+    mixed = {first: (run.env_version.environment.description, [t.name for t in env_class.tools])}
+    for entry in run.environments[1:]:
+        version = EnvironmentVersion.objects.select_related("environment").get(pk=entry["version"])
+        endpoints = run.deployment["environments"][entry["key"]]["endpoints"]
+        other = tool_env_class(
+            name=version.environment.slug, tools=version.tools, endpoints=endpoints,
+            step_timeout=run.config["step_timeout"], reset_columns=version.settings.get("reset_args"),
+            observation_fields=version.settings.get("observation_fields"), fixed_arguments=version.fixed_fields,
+        )  # fmt: skip
+        other.lost_sessions_file = str(lost_sessions_file(run))
+        factory[entry["key"]] = other
+        mixed[entry["key"]] = (version.environment.description, [t.name for t in other.tools])
+    return factory, mixed
 
 
 def final_save(trainer, run, tokenizer, *, base_model: str) -> None:
@@ -164,8 +247,12 @@ def final_save(trainer, run, tokenizer, *, base_model: str) -> None:
 
     final = final_dir(run)
     partial = final.with_name("final.partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    trainer.save_model(str(partial))
+    if rank() == 0:
+        shutil.rmtree(partial, ignore_errors=True)
+    barrier()
+    trainer.save_model(str(partial))  # every rank calls it; the main process writes
+    if rank() != 0:
+        return
     tokenizer.save_pretrained(str(partial))
     shutil.rmtree(final, ignore_errors=True)
     partial.rename(final)
@@ -199,11 +286,14 @@ def train(run, artifact_dir: Path, stop: threading.Event) -> None:
         fixed_arguments=version.fixed_fields,
     )  # fmt: skip
     env_class.lost_sessions_file = str(lost_sessions_file(run))
+    factory, mixed = environment_factory(run, env_class)
     path = model_path(run)
     tokenizer = AutoTokenizer.from_pretrained(path)
-    dataset = Dataset.from_list(build_dataset_rows(run, [t.name for t in env_class.tools]))
+    dataset = Dataset.from_list(build_dataset_rows(run, [t.name for t in env_class.tools], mixed))
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
-    Run.objects.filter(pk=run.pk).update(gpu=gpu)
+    if rank() == 0:
+        ranks = f" x {world_size()} processes" if world_size() > 1 else ""
+        Run.objects.filter(pk=run.pk).update(gpu=f"{gpu}{ranks}")
     reward, callback = recording(run, stop)
     trainer = concurrent_tools_trainer()(
         model=path,
@@ -212,11 +302,12 @@ def train(run, artifact_dir: Path, stop: threading.Event) -> None:
         peft_config=lora_config(settings),
         train_dataset=dataset,
         processing_class=tokenizer,
-        environment_factory=env_class,
+        environment_factory=factory,
         callbacks=[callback],
     )
     # What TRL really trains with (every GRPOConfig field, defaults included), beside the checkpoints.
-    (artifact_dir / "trainer_config.json").write_text(trainer.args.to_json_string())
+    if rank() == 0:
+        (artifact_dir / "trainer_config.json").write_text(trainer.args.to_json_string())
     resume = run.resume_from or None
     if resume and not Path(resume).exists():
         resume = None
@@ -224,11 +315,13 @@ def train(run, artifact_dir: Path, stop: threading.Event) -> None:
 
     # The steps after the checkpoint (or all, from scratch) are played again: their first records go.
     resumed_at = json.loads((Path(resume) / "trainer_state.json").read_text())["global_step"] if resume else 0
-    if run.step > resumed_at or run.episodes_recorded:  # a fresh run has nothing to forget: no queries then
-        run_records_truncate(run, after_step=resumed_at)
-    if not resume:  # from scratch: folders a run of this id left before (a reset database) are not this run's
-        for stale in (checkpoint_dir(artifact_dir), final_dir(run)):
-            shutil.rmtree(stale, ignore_errors=True)
+    if rank() == 0:
+        if run.step > resumed_at or run.episodes_recorded:  # a fresh run has nothing to forget: no queries then
+            run_records_truncate(run, after_step=resumed_at)
+        if not resume:  # from scratch: folders a run of this id left before (a reset database) are not this run's
+            for stale in (checkpoint_dir(artifact_dir), final_dir(run)):
+                shutil.rmtree(stale, ignore_errors=True)
+    barrier()  # no rank records before rank 0 has forgotten the replayed steps
     freeze_long_lived_objects()  # model, tokenizer and trainer are built: they live as long as the run
     try:
         trainer.train(resume_from_checkpoint=resume)

@@ -17,6 +17,7 @@ from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from django.urls import reverse
 
+from tests.webapp.runs.conftest import register_builtin
 from tests.workers.conftest import wait_final, wait_for
 from tests.workers.test_training_runs import SMALL, start_run
 from webapp.fleet.models import Worker
@@ -116,3 +117,53 @@ def test_a_run_generating_with_transformers_continuous_batching(acme, tiny_model
     trained = json.loads((run_artifact_dir(run) / "trainer_config.json").read_text())
     assert trained["use_transformers_continuous_batching"] is True and trained["use_vllm"] is False
     assert Episode.objects.filter(run=run, num_tool_calls__gt=0).exists()
+
+
+def test_a_two_process_cpu_run_records_episodes_from_both_ranks(acme, tiny_model, live_worker):
+    run = wait_final(start_run(acme, max_steps=2, processes=2), timeout=900)
+    assert run.status == Status.SUCCEEDED, run.failure_reason
+    assert run.gpu == "cpu x 2 processes"
+    episodes = Episode.objects.filter(run=run)
+    per_rank = SMALL["per_device_train_batch_size"]
+    assert episodes.count() == run.episodes_recorded == 2 * 2 * per_rank
+    for step in (1, 2):
+        ranks = list(episodes.filter(step=step).order_by("group", "index_in_group").values_list("rank", "group"))
+        assert sorted({r for r, _ in ranks}) == [0, 1]
+        assert all(group == rank for rank, group in ranks)  # one group a rank: groups never span ranks
+    steps = sorted(MetricPoint.objects.filter(run=run, name="reward").values_list("step", flat=True))
+    assert steps == [1, 2]  # metrics come from rank 0 alone
+    assert run.replicas * run.env_version.effective_capacity >= 2 * per_rank  # sized for both ranks' sessions
+    assert saved_models(run)[0].name == "final"
+
+
+def test_a_mixed_run_on_two_environments_records_rewards_per_environment(acme, alice, client_for, tiny_model,
+                                                                         live_worker):  # fmt: skip
+    guess, words = register_builtin(acme, "guess-number"), register_builtin(acme, "word-guess")
+    config = {**SMALL, "per_device_train_batch_size": 8, "max_steps": 3}
+    run = wait_final(run_create(team=acme, user=alice, env_version=guess, config=config, mixture=[(words, 1.0)]),
+                     timeout=900)  # fmt: skip
+    assert run.status == Status.SUCCEEDED, run.failure_reason
+    assert [(e["key"], e["weight"]) for e in run.environments] == [("guess-number", 1.0), ("word-guess", 1.0)]
+    assert set(run.deployment["environments"]) == {"word-guess"} and run.deployment.get("torn_down") is True
+
+    episodes = Episode.objects.filter(run=run)
+    assert set(episodes.values_list("environment", flat=True)) == {"guess-number", "word-guess"}
+    tools = {"guess-number": {t["name"] for t in guess.tools}, "word-guess": {t["name"] for t in words.tools}}
+    for episode in episodes:  # each rollout met its own environment's tools, and only those reached a server
+        called = {t["name"] for t in episode.turns if t["role"] == "tool" and not t.get("error")}
+        assert called <= tools[episode.environment] | {None}, (episode.environment, called)
+    assert episodes.filter(environment="word-guess", num_tool_calls__gt=0).exists()
+
+    # Reward per environment: each step's reward/<key> is the mean of that environment's episodes in the step.
+    for key in ("guess-number", "word-guess"):
+        points = MetricPoint.objects.filter(run=run, name=f"reward/{key}")
+        assert points.exists(), key
+        for point in points:
+            mine = list(episodes.filter(step=point.step, environment=key).values_list("reward", flat=True))
+            assert point.value == pytest.approx(sum(mine) / len(mine), abs=1e-6)
+
+    url = reverse("runs:run-episodes", args=[run.pk]) + "?environment=word-guess&limit=500"
+    listed = client_for(alice).get(url).json()["episodes"]
+    assert listed and {e["environment"] for e in listed} == {"word-guess"}
+    page = client_for(alice).get(run.get_absolute_url()).content.decode()
+    assert 'id="run-mixture"' in page and 'id="filter-env"' in page

@@ -60,6 +60,7 @@ def definition(run: Run) -> dict[str, Any]:
     return {
         "environment": str(run.env_version),
         "environment_pin": run.env_version.pinned_ref,
+        "environments": ", ".join(f"{e['key']} x{e['weight']:g}" for e in run.environments) or "one",
         "model": run.model_name,
         "provider": run.provider,
         "replicas": run.replicas,

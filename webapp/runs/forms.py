@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django import forms
 from django.conf import settings
+from django.core.exceptions import ValidationError
 
 from webapp.runs.grpo import BOUNDS, CHOICES, GROUPS, HELP, GRPOSettings
 
@@ -26,6 +27,13 @@ class RunCreateForm(forms.Form):
     replicas = forms.IntegerField(
         min_value=1, max_value=64, required=False,
         help_text="Environment servers to start. Blank: as many as one step's sessions need (measured capacity).",
+    )  # fmt: skip
+    env_weight = forms.FloatField(label="Its mixture weight", initial=1.0, required=False, min_value=0.001,
+                                  max_value=1000, help_text="Only with other environments below.")  # fmt: skip
+    mixture = forms.CharField(
+        required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2}), label="Also train on",
+        help_text="Other environments in the same run, one a line: SLUG[@VERSION] WEIGHT (e.g. word-guess 0.5). "
+        "Rows are routed by weight; rewards are charted per environment.",
     )  # fmt: skip
     provider = forms.ChoiceField(choices=[("process", "process"), ("docker", "docker")], initial="process")
     tags = forms.CharField(required=False, max_length=500, help_text="Comma separated")
@@ -88,6 +96,14 @@ class RunCreateForm(forms.Form):
             return advanced_parse(self.cleaned_data.get("advanced") or "")
         except ValueError as exc:
             raise forms.ValidationError(str(exc)) from None
+
+    def clean_mixture(self) -> list:
+        from webapp.runs.mixture import mixture_parse
+
+        try:
+            return mixture_parse(self.cleaned_data.get("mixture") or "", list(self.versions.values()))
+        except ValidationError as exc:
+            raise forms.ValidationError(exc.message_dict["mixture"]) from None
 
     def clean_tags(self) -> list[str]:
         return sorted({t.strip() for t in self.cleaned_data.get("tags", "").split(",") if t.strip()})

@@ -44,6 +44,7 @@ class GRPOSettings:
     generation_backend: str = "hf"
     vllm_server_url: str = ""
     gpus: int = 0
+    processes: int = 1
     # LoRA (rank 0: full fine-tuning)
     lora_r: int = 0
     lora_alpha: int = 16
@@ -98,6 +99,13 @@ class GRPOSettings:
                 f"batch size x gradient accumulation ({generation_batch}) must be divisible by num_generations "
                 f"({self.num_generations})."
             )
+        if self.processes > 1 and self.per_device_train_batch_size % max(1, self.num_generations):
+            errors["processes"] = (
+                f"with {self.processes} processes, each rank's batch ({self.per_device_train_batch_size}) must hold "
+                f"whole GRPO groups: make it a multiple of num_generations ({self.num_generations})."
+            )
+        if self.gpus and self.processes > self.gpus:
+            errors["processes"] = f"{self.processes} processes on {self.gpus} GPUs: at most one process a GPU."
         if self.learning_rate <= 0:
             errors["learning_rate"] = "learning_rate must be above 0."
         if self.temperature <= 0:
@@ -190,6 +198,7 @@ BOUNDS: dict[str, tuple[int | float, int | float]] = {
     "epsilon_high": (0.0, 10.0),
     "num_iterations": (1, 64),
     "gpus": (0, 64),
+    "processes": (1, 64),
     "lora_r": (0, 4096),
     "lora_alpha": (1, 65_536),
     "lora_dropout": (0.0, 0.9),
@@ -212,7 +221,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
              "mask_truncated_completions"),
     "Optimisation": ("learning_rate", "per_device_train_batch_size", "gradient_accumulation_steps", "max_steps",
                      "seed", "save_steps"),
-    "Generation": ("generation_backend", "vllm_server_url", "gpus"),
+    "Generation and resources": ("generation_backend", "vllm_server_url", "gpus", "processes"),
     "LoRA": ("lora_r", "lora_alpha", "lora_dropout", "lora_target_modules"),
     "Environment": ("step_timeout",),
     "Advanced": ("advanced",),
@@ -240,6 +249,8 @@ HELP = {
     "vLLM on the training GPU; vllm_server: a vLLM server (needs CUDA and vllm on the worker).",
     "vllm_server_url": "With vllm_server: the URL of a running `vllm serve` (e.g. http://gpu-box:8000).",
     "gpus": "GPUs the run needs on one worker (0: any worker, CPU included). Refused if no live worker has them.",
+    "processes": "Trainer processes (ranks): one per GPU of the run's set; on a CPU worker, CPU ranks over gloo. Each "
+    "rank plays its share of the batch, so a step holds batch x processes sessions.",
     "lora_r": "LoRA rank; 0 trains every weight (full fine-tuning).",
     "lora_alpha": "LoRA scaling (alpha / r multiplies the adapter's update).",
     "lora_dropout": "Dropout on the LoRA layers' input.",

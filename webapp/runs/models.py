@@ -49,6 +49,10 @@ class Run(models.Model):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     name = models.CharField(max_length=100)
     env_version = models.ForeignKey(EnvironmentVersion, on_delete=models.PROTECT, related_name="runs")
+    environments = models.JSONField(
+        default=list, blank=True,
+        help_text="Several environments in one run: [{version, key, weight, replicas}], env_version first; empty: one",
+    )  # fmt: skip
     model_name = models.CharField(max_length=300, help_text="tiny-local, a Hugging Face Hub id, or a local path")
     prompt_count = models.PositiveIntegerField(default=0, help_text="Rows in its RunPrompts (0: the default)")
     config = models.JSONField(default=dict, help_text="GRPO settings")
@@ -164,6 +168,8 @@ class Episode(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="episodes")
     step = models.PositiveIntegerField(db_index=True)
     group = models.PositiveIntegerField(help_text="GRPO group: rollouts of the same prompt")
+    rank = models.PositiveIntegerField(default=0, help_text="The trainer process (rank) that played it")
+    environment = models.CharField(max_length=120, blank=True, help_text="Its environment's key in a mixed run")
     index_in_group = models.PositiveIntegerField()
     prompt = models.TextField()
     turns = models.JSONField(default=list)

@@ -124,6 +124,7 @@ def preflight(
     replicas: int | None = None,
     team=None,
     progress: Callable[[str, float], None] = lambda message, fraction: None,
+    also: list[EnvironmentVersion] = (),
 ) -> None:
     """Runs on a worker (a job): it starts the environment and may load a tokenizer from the Hub."""
     from webapp.runs.services import provider_for_version, replicas_for_run
@@ -137,6 +138,9 @@ def preflight(
         check_model(model_name, team or version.environment.team)
         progress("starting the environment for a scripted reset and step", 0.4)
         check_environment(version, provider, progress=lambda message: progress(message, 0.6))
+        for other in also:  # a mixed run: every environment answers a scripted reset and step
+            progress(f"starting {other} for a scripted reset and step", 0.7)
+            check_environment(other, provider, progress=lambda message: progress(message, 0.8))
         progress("checking the settings with TRL's GRPOConfig", 0.9)
         trl_check.verdict()
     finally:

@@ -100,8 +100,8 @@ MAX_REPLICAS = 64
 
 
 def sessions_needed(config: GRPOSettings) -> int:
-    """Sessions a run holds at once: TRL keeps one environment per rollout of its generation batch."""
-    return config.per_device_train_batch_size * config.gradient_accumulation_steps
+    """Sessions a run holds at once: TRL keeps one environment per rollout of its generation batch, in every rank."""
+    return config.per_device_train_batch_size * config.gradient_accumulation_steps * config.processes
 
 
 def replicas_for_run(version: EnvironmentVersion, config: GRPOSettings, wanted: int | None, provider: str) -> int:
@@ -112,8 +112,9 @@ def replicas_for_run(version: EnvironmentVersion, config: GRPOSettings, wanted: 
     required = -(-needed // per_replica)
     measured = (f"measured {version.capacity_measured}" if version.capacity_measured is not None
                 else "not measured")  # fmt: skip
+    ranks = f" x {config.processes} processes" if config.processes > 1 else ""
     numbers = (f"a step holds {needed} sessions at once (batch {config.per_device_train_batch_size} x "
-               f"accumulation {config.gradient_accumulation_steps}); {version} takes {per_replica} a replica "
+               f"accumulation {config.gradient_accumulation_steps}{ranks}); {version} takes {per_replica} a replica "
                f"(declared {version.capacity}, {measured})")  # fmt: skip
     if provider == "url":
         urls = len([u for u in version.source_ref.split(",") if u.strip()])
@@ -165,6 +166,8 @@ def run_create(
     tags: list[str] | None = None,
     trust_override_reason: str = "",
     transcript_policy: str = "all",
+    mixture: list[tuple[EnvironmentVersion, float]] | None = None,
+    env_weight: float = 1.0,
     start: bool = True,
     check_only: bool = False,
 ) -> Run | None:
@@ -186,9 +189,11 @@ def run_create(
         raise ValidationError({"transcript_policy": "keep 'all' transcripts or a 'sample'"})
     from webapp.catalog.trust import trust_gate
 
-    held_back = trust_gate(env_version)
-    if held_back and not trust_override_reason.strip():
-        raise ValidationError({"trust_override_reason": f"{held_back}; give a reason to run it anyway."})
+    environments = environments_for_run(team, env_version, env_weight, mixture or [], settings_, provider, replicas)
+    for version in [env_version] + [v for v, _ in mixture or []]:
+        held_back = trust_gate(version)
+        if held_back and not trust_override_reason.strip():
+            raise ValidationError({"trust_override_reason": f"{held_back}; give a reason to run it anyway."})
     from webapp.runs.saved_models import saved_model_resolve
 
     parent_model = saved_model_resolve(model_name, team=team)  # train from a run's checkpoint: its lineage
@@ -211,6 +216,7 @@ def run_create(
             transcript_policy=transcript_policy,
             max_steps=settings_.max_steps,
             queued_at=timezone.now(),
+            environments=environments,
             parent_id=parent_model.run_id if parent_model else None,
             parent_model=parent_model.name if parent_model else "",
             parent_step=parent_model.step if parent_model else None,
@@ -222,6 +228,34 @@ def run_create(
         if start:
             run_start(run)
     return run
+
+
+def environments_for_run(team: Team, primary: EnvironmentVersion, primary_weight: float,
+                         extra: list[tuple[EnvironmentVersion, float]], config: GRPOSettings, provider: str,
+                         replicas: int) -> list[dict[str, Any]]:  # fmt: skip
+    """A mixed run's environments (its own version first), each with its key, weight and replicas sized for a whole
+    step (a batch may draw all its rows from one environment). Empty for a run of one environment."""
+    from django.db.models import Q
+
+    from webapp.catalog.models import Visibility
+    from webapp.runs.mixture import mixture_check, mixture_keys
+
+    if not extra:
+        return []
+    mixture_check(primary, primary_weight, extra)
+    for version, _ in extra:
+        visible = Q(team=team) | Q(visibility=Visibility.SHARED)
+        if not type(version.environment).objects.filter(visible, pk=version.environment_id).exists():
+            raise ValidationError({"mixture": f"{version} is not an environment your team may use."})
+    versions = [primary] + [v for v, _ in extra]
+    keys = mixture_keys(versions)
+    weights = [primary_weight] + [w for _, w in extra]
+    entries = []
+    for index, (version, key, weight) in enumerate(zip(versions, keys, weights, strict=True)):
+        kind = provider_for_version(version, provider)
+        count = replicas if index == 0 else replicas_for_run(version, config, None, kind)
+        entries.append({"version": version.pk, "key": key, "weight": weight, "replicas": count, "provider": kind})
+    return entries
 
 
 def run_start(run: Run) -> None:
@@ -282,8 +316,17 @@ def run_clone(*, run: Run, user, start: bool = True) -> Run:
         tags=run.tags,
         trust_override_reason=run.trust_override_reason,
         transcript_policy=run.transcript_policy,
+        mixture=run_mixture(run),
+        env_weight=run.environments[0]["weight"] if run.environments else 1.0,
         start=start,
     )
+
+
+def run_mixture(run: Run) -> list[tuple[EnvironmentVersion, float]]:
+    """The environments a run mixes beside its own version, with their weights."""
+    extra = run.environments[1:]
+    versions = EnvironmentVersion.objects.select_related("environment").in_bulk([e["version"] for e in extra])
+    return [(versions[e["version"]], e["weight"]) for e in extra if e["version"] in versions]
 
 
 def run_resume(*, run: Run, user, checkpoint: str | None = None) -> Run:

@@ -96,6 +96,12 @@ def _initial_from_job(request: HttpRequest) -> dict | None:
                "transcript_policy": p.get("transcript_policy")}  # fmt: skip
     if initial.get("advanced"):
         initial["advanced"] = json.dumps(initial["advanced"], indent=1)
+    versions = EnvironmentVersion.objects.select_related("environment").in_bulk(
+        [pk for pk, _ in p.get("mixture") or []]
+    )
+    initial["mixture"] = "\n".join(f"{versions[pk].environment.slug}@{versions[pk].label} {weight:g}"
+                                   for pk, weight in p.get("mixture") or [] if pk in versions)  # fmt: skip
+    initial["env_weight"] = p.get("env_weight", 1.0)
     rows = p.get("prompts") or []
     if all(isinstance(r, str) or set(r) == {"prompt"} for r in rows):
         initial["prompts"] = "\n".join(r if isinstance(r, str) else r["prompt"] for r in rows)
@@ -136,11 +142,13 @@ def run_create_view(request: HttpRequest) -> HttpResponse:
                 "config": form.grpo_config(), "replicas": data["replicas"], "provider": data["provider"],
                 "tags": data["tags"], "trust_override_reason": data["trust_override_reason"],
                 "transcript_policy": data["transcript_policy"] or "all",
+                "mixture": [[v.pk, w] for v, w in data["mixture"]], "env_weight": data["env_weight"] or 1.0,
             }  # fmt: skip
             # The cheap checks answer on the form at once; the pre-flight (an environment started, a tokenizer
             # loaded) is a job on a worker, followed live on its page, which goes on to the run when it is queued.
-            services.run_create(team=request.team, user=request.user, env_version=version,
-                                **{k: v for k, v in params.items() if k != "version"}, check_only=True)  # fmt: skip
+            services.run_create(team=request.team, user=request.user, env_version=version, check_only=True,
+                                **{k: v for k, v in params.items() if k not in ("version", "mixture")},
+                                mixture=data["mixture"])  # fmt: skip
         except ValidationError as exc:
             for field, errors in exc.message_dict.items() if hasattr(exc, "error_dict") else [(None, exc.messages)]:
                 form.add_error(field if field in form.fields else None, errors)
@@ -216,6 +224,8 @@ def episode_dict(e: Episode) -> dict:
         "num_tool_calls": e.num_tool_calls,
         "num_tool_errors": e.num_tool_errors,
         "error": e.error,
+        "environment": e.environment,
+        "rank": e.rank,
         "turns": e.turns,
         "prompt": e.prompt,
     }
@@ -236,6 +246,9 @@ def run_episodes_json(request: HttpRequest, pk: int) -> JsonResponse:
         episodes = episodes.filter(reward__lte=max_reward)
     if request.GET.get("errors") == "1":
         episodes = episodes.filter(Q(num_tool_errors__gt=0) | ~Q(error=""))
+    environment = text_param(request.GET, "environment", most=120)
+    if environment:
+        episodes = episodes.filter(environment=environment)
     rows = list(episodes.order_by("-step", "group", "index_in_group")[:limit])
     return JsonResponse({"run": run.pk, "episodes": [episode_dict(e) for e in rows]})
 

@@ -102,7 +102,7 @@ def test_the_form_names_the_advanced_key_and_queues_nothing(client_for, alice, g
 
 def test_the_form_shows_the_groups(client_for, alice, guess_version):
     page = client_for(alice).get(reverse("runs:run-create")).content.decode()
-    for group in ("sampling", "loss", "optimisation", "generation", "lora", "advanced"):
+    for group in ("sampling", "loss", "optimisation", "generation-and-resources", "lora", "advanced"):
         assert f'id="settings-{group}"' in page
     assert 'name="epsilon_high"' in page and 'name="lora_r"' in page and 'name="advanced"' in page
 

@@ -151,7 +151,8 @@
   // -- episodes -------------------------------------------------------------------------------------------
   function filters() {
     return { step: document.getElementById("filter-step").value, min: document.getElementById("filter-min").value,
-             max: document.getElementById("filter-max").value, errors: document.getElementById("filter-errors").checked };
+             max: document.getElementById("filter-max").value, errors: document.getElementById("filter-errors").checked,
+             env: (document.getElementById("filter-env") || {}).value || "" };
   }
   function matches(ep) {
     const f = filters();
@@ -159,6 +160,7 @@
     if (f.min !== "" && ep.reward < Number(f.min)) return false;
     if (f.max !== "" && ep.reward > Number(f.max)) return false;
     if (f.errors && !(ep.num_tool_errors > 0 || ep.error)) return false;
+    if (f.env && ep.environment !== f.env) return false;
     return true;
   }
   function esc(text) { const d = document.createElement("div"); d.textContent = text == null ? "" : String(text); return d.innerHTML; }
@@ -178,7 +180,8 @@
     node.className = "episode" + (ep.num_tool_errors > 0 || ep.error ? " error" : "");
     node.dataset.episode = ep.id; node.dataset.step = ep.step;
     const adv = ep.advantage == null ? "" : ` · advantage ${ep.advantage.toFixed(2)}`;
-    node.innerHTML = `<div class="meta">step ${ep.step} · group ${ep.group}.${ep.index} · reward <strong>${ep.reward.toFixed(3)}</strong>${adv} · ${ep.num_tool_calls} tool call(s)${ep.error ? " · " + esc(ep.error) : ""}</div>${renderTurns(ep)}`;
+    const where = (ep.environment ? ` · ${esc(ep.environment)}` : "") + (ep.rank ? ` · rank ${ep.rank}` : "");
+    node.innerHTML = `<div class="meta">step ${ep.step}${where} · group ${ep.group}.${ep.index} · reward <strong>${ep.reward.toFixed(3)}</strong>${adv} · ${ep.num_tool_calls} tool call(s)${ep.error ? " · " + esc(ep.error) : ""}</div>${renderTurns(ep)}`;
     node.addEventListener("click", () => showGroup(ep));
     return node;
   }
@@ -196,6 +199,7 @@
     const f = filters(); const q = new URLSearchParams({ limit: "100" });
     if (f.step !== "") q.set("step", f.step); if (f.min !== "") q.set("min_reward", f.min);
     if (f.max !== "") q.set("max_reward", f.max); if (f.errors) q.set("errors", "1");
+    if (f.env) q.set("environment", f.env);
     const body = await (await fetch(`${base}episodes.json?${q}`)).json();
     document.getElementById("episodes").innerHTML = "";
     state.episodes.clear();
@@ -280,7 +284,10 @@
 
   document.getElementById("smoothing").addEventListener("input", (e) => { state.smoothing = Number(e.target.value); scheduleDraw(); });
   document.getElementById("xaxis").addEventListener("change", (e) => { state.xaxis = e.target.value; rebuildCharts(); });
-  for (const id of ["filter-step", "filter-min", "filter-max", "filter-errors"]) document.getElementById(id).addEventListener("change", loadEpisodes);
+  for (const id of ["filter-step", "filter-min", "filter-max", "filter-errors", "filter-env"]) {
+    const input = document.getElementById(id);
+    if (input) input.addEventListener("change", loadEpisodes);
+  }
   const list = document.getElementById("episodes");
   list.addEventListener("scroll", () => {
     const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 30;

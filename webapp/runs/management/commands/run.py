@@ -37,6 +37,8 @@ def run_summary(run: Run) -> dict:
         "env_tool_calls_per_episode": run.env_calls_per_episode,
         "never_stepped_environment": run.never_stepped,
         "replicas": run.replicas,
+        "environments": run.environments,
+        "parent": {"run": run.parent_id, "model": run.parent_model, "step": run.parent_step} if run.parent_id else None,
     }
 
 
@@ -62,6 +64,14 @@ class Command(BaseCommand):
         create.add_argument("--vllm-server-url")
         create.add_argument("--gpus", type=int, help="GPUs the run needs on one worker")
         create.add_argument("--advanced", help="other GRPOConfig fields as JSON or YAML text, or @FILE")
+        create.add_argument(
+            "--mix",
+            action="append",
+            default=[],
+            metavar="SLUG[@VERSION]:WEIGHT",
+            help="also train on this environment (repeatable); rows are routed by weight",
+        )
+        create.add_argument("--env-weight", type=float, default=1.0, help="--env's weight in a mixture")
         create.add_argument("--name", default="")
         create.add_argument("--trust-override-reason", default="",
                             help="why this run may start on a version whose trust check failed")  # fmt: skip
@@ -101,9 +111,16 @@ class Command(BaseCommand):
         if options["advanced"]:
             text = options["advanced"]
             config["advanced"] = Path(text[1:]).read_text() if text.startswith("@") else text
+        from webapp.catalog.models import EnvironmentVersion
+        from webapp.runs.mixture import mixture_parse
+
+        lines = "\n".join(m.replace(":", " ", 1) if ":" in m else m for m in options["mix"])
+        candidates = list(EnvironmentVersion.objects.filter(environment__team=team).select_related("environment"))
         try:
+            mixture = mixture_parse(lines, candidates)
             run = services.run_create(
                 team=team, user=None, env_version=version, model_name=options["model"], config=config,
+                mixture=mixture, env_weight=options["env_weight"],
                 replicas=options["replicas"], provider=options["provider"], name=options["name"],
                 trust_override_reason=options["trust_override_reason"],
             )  # fmt: skip
