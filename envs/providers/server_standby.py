@@ -46,14 +46,14 @@ def spare_take(*, python: str, listening: socket.socket, app: str, env: dict[str
                paths_first: list[str], paths_last: list[str], log_path: Path) -> subprocess.Popen | None:  # fmt: skip
     """The spare server, now serving `app` on `listening`; None when there is none (or it runs another Python)."""
     global _spare
-    spare, _spare = _spare, None
-    if spare is None:
+    # Compared unresolved: a virtual environment's python links to the same binary but imports other packages. The
+    # spare stays for the next server that runs on ours.
+    if _spare is None or os.path.abspath(python) != os.path.abspath(sys.executable):
         return None
+    spare, _spare = _spare, None
     popen, control = spare
-    if popen.poll() is not None or os.path.realpath(python) != os.path.realpath(sys.executable):
+    if popen.poll() is not None:
         control.close()
-        if popen.poll() is None:
-            popen.kill()
         return None
     message = {"app": app, "env": env, "cwd": str(cwd), "first": paths_first, "last": paths_last, "log": str(log_path)}
     try:
