@@ -10,7 +10,7 @@ import os
 import threading
 
 import psutil
-from celery.signals import worker_ready, worker_shutdown
+from celery.signals import worker_process_init, worker_ready, worker_shutdown
 
 from workers.host_identity import host_identity
 
@@ -25,6 +25,15 @@ def worker_gpus(cuda_devices: int = 0) -> list[int]:
     if raw is None:
         return list(range(cuda_devices))
     return [int(part) for part in raw.replace(" ", "").split(",") if part.isdigit()]
+
+
+@worker_process_init.connect
+def _pin_gpus(**kwargs) -> None:
+    """A worker given TRAINYARD_GPUS shows its trainers those GPUs only (its processes, standby included, inherit
+    CUDA_VISIBLE_DEVICES), so two workers on one machine never train on the same GPU."""
+    wanted = os.environ.get("TRAINYARD_GPUS")
+    if wanted is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = wanted
 
 
 def process_gone(pid: int, *, started_before: float | None = None) -> bool:

@@ -98,9 +98,9 @@ def test_generation_the_fleet_cannot_do_is_refused_before_anything_is_queued(acm
     worker = wait_for(lambda: Worker.objects.filter(name__startswith="test-worker-", capabilities__has_key="cuda")
                       .first(), timeout=120, what="the worker to record what it can run")  # fmt: skip
     assert worker.capabilities["cuda"] is False and worker.capabilities["peft"]
-    for backend in ("vllm_colocate", "vllm_server"):
+    for backend, url in (("vllm_colocate", ""), ("vllm_server", "http://gpu-box:8000")):
         with pytest.raises(ValidationError) as refused:
-            start_run(acme, max_steps=2, generation_backend=backend)
+            start_run(acme, max_steps=2, generation_backend=backend, vllm_server_url=url)
         reason = " ".join(refused.value.message_dict["generation_backend"])
         assert "no CUDA device" in reason and worker.name in reason
     with pytest.raises(ValidationError) as refused:

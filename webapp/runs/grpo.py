@@ -116,6 +116,9 @@ class GRPOSettings:
             errors["epsilon_high"] = f"epsilon_high ({self.epsilon_high}) is below epsilon ({self.epsilon})."
         if self.vllm_server_url and self.generation_backend != "vllm_server":
             errors["vllm_server_url"] = "a vLLM server URL is only used with the vllm_server generation backend."
+        if self.generation_backend == "vllm_server" and not self.vllm_server_url:
+            errors["vllm_server_url"] = ("give the URL of a running `vllm serve` (starting one on the worker's own "
+                                         "GPUs is not built yet; vllm_colocate shares the training GPU).")  # fmt: skip
         if self.vllm_server_url and not self.vllm_server_url.startswith(("http://", "https://")):
             errors["vllm_server_url"] = "the vLLM server URL must start with http:// or https://."
         if not lora_modules(self.lora_target_modules):

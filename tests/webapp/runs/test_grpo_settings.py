@@ -78,6 +78,7 @@ def test_advanced_text_that_is_not_a_mapping_says_where():
         ({"generation_backend": "vllm_server", "vllm_server_url": "gpu:8000"}, "vllm_server_url"),
         ({"mask_truncated_completions": "perhaps"}, "mask_truncated_completions"),
         ({"generation_backend": "tensorrt"}, "generation_backend"),
+        ({"generation_backend": "vllm_server"}, "vllm_server_url"),
     ],
 )
 def test_curated_settings_are_checked_by_name(config, field):
