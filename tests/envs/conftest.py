@@ -13,8 +13,17 @@ FIXTURE_ENVS = Path(__file__).resolve().parent.parent / "fixtures" / "envs"
 
 
 def child_server_pids() -> set[int]:
+    """Servers started for deployments (a live worker's standby server, waiting for none, is not one)."""
     me = psutil.Process()
-    return {p.pid for p in me.children(recursive=True) if "envs.providers.serve" in " ".join(p.cmdline())}
+    found = set()
+    for child in me.children(recursive=True):
+        try:
+            command = " ".join(child.cmdline())
+        except psutil.NoSuchProcess:
+            continue
+        if "envs.providers.serve" in command and "--standby" not in command:
+            found.add(child.pid)
+    return found
 
 
 @pytest.fixture(scope="module")
