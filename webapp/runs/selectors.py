@@ -52,3 +52,21 @@ def episode_list(*, run: Run) -> QuerySet[Episode]:
 
 def events_after(*, run: Run, seq: int) -> QuerySet[RunEvent]:
     return RunEvent.objects.filter(run=run, seq__gt=seq).order_by("seq")
+
+
+def environment_activity(*, run: Run) -> list[dict]:
+    """A mixed run's environments, each with its episodes and how many of them reached its server with a tool call
+    that did not fail: an environment no episode stepped taught the run nothing, whatever the run's status says."""
+    from django.db.models import Count, F, Q
+
+    counts = {
+        row["environment"]: row
+        for row in Episode.objects.filter(run=run).values("environment").annotate(
+            episodes=Count("id"), stepped=Count("id", filter=Q(num_tool_calls__gt=F("num_tool_errors"))))
+    }  # fmt: skip
+    out = []
+    for entry in run.environments:
+        row = counts.get(entry["key"], {})
+        episodes, stepped = row.get("episodes", 0), row.get("stepped", 0)
+        out.append({**entry, "episodes": episodes, "stepped": stepped, "never_stepped": episodes > 0 and not stepped})
+    return out

@@ -27,7 +27,7 @@ from webapp.runs.forms import RunCreateForm
 from webapp.runs.grpo import HELP, settings_flat
 from webapp.runs.models import Episode, MetricPoint, Run, Status
 from webapp.runs.rollups import series_downsampled
-from webapp.runs.selectors import metric_names, metric_tails, run_get, run_list
+from webapp.runs.selectors import environment_activity, metric_names, metric_tails, run_get, run_list
 
 SPARK_POINTS = 40
 
@@ -189,6 +189,7 @@ def run_detail_view(request: HttpRequest, pk: int) -> HttpResponse:
             "can_act": membership is not None and membership.allows(Role.MEMBER),
             "config_rows": config_rows,
             "saved_models": saved_models(run),
+            "environment_activity": environment_activity(run=run) if run.environments else [],
             "children": children,
             "parent": run_list(user=request.user).filter(pk=run.parent_id).first() if run.parent_id else None,
             "metric_groups": groups,

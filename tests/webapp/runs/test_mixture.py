@@ -60,3 +60,17 @@ def test_the_form_names_a_bad_mixture_line(client_for, alice, two):
     assert response.status_code == 400
     assert "line 1: no environment version 'nope-env'" in response.context["form"].errors["mixture"][0]
     assert not Run.objects.exists()
+
+
+def test_an_environment_of_the_mixture_that_no_episode_stepped_is_named(acme, alice, client_for, two):
+    from webapp.runs.models import Episode
+
+    guess, words = two
+    run = run_create(team=acme, user=None, env_version=guess, mixture=[(words, 1.0)], start=False)
+    calls = {"guess-number": 1, "word-guess": 0}
+    for i, (key, n) in enumerate(calls.items()):
+        Episode.objects.create(run=run, step=1, group=i, index_in_group=0, prompt="p", reward=0.0, environment=key,
+                               num_tool_calls=n)  # fmt: skip
+    page = client_for(alice).get(run.get_absolute_url()).content.decode()
+    assert 'data-never-stepped="word-guess"' in page and 'data-never-stepped="guess-number"' not in page
+    assert "1 of 1 episodes stepped it" in page and "0 of 1 episodes stepped it" in page

@@ -16,6 +16,7 @@ from webapp.runs import services
 from webapp.runs.follow import run_follow
 from webapp.runs.grpo import GENERATION_BACKENDS
 from webapp.runs.models import Run
+from webapp.runs.selectors import environment_activity
 
 
 def run_summary(run: Run) -> dict:
@@ -37,7 +38,7 @@ def run_summary(run: Run) -> dict:
         "env_tool_calls_per_episode": run.env_calls_per_episode,
         "never_stepped_environment": run.never_stepped,
         "replicas": run.replicas,
-        "environments": run.environments,
+        "environments": environment_activity(run=run) if run.environments else [],
         "parent": {"run": run.parent_id, "model": run.parent_model, "step": run.parent_step} if run.parent_id else None,
     }
 
@@ -136,6 +137,10 @@ class Command(BaseCommand):
                               f"{summary['episodes']} episodes)")  # fmt: skip
         if options["wait"] and run.status != "succeeded":
             raise CommandError(f"run {run.pk} ended {run.status}: {run.failure_reason}")
+        idle = [e["key"] for e in summary["environments"] if e["never_stepped"]]
+        if options["wait"] and idle and not run.never_stepped:
+            raise CommandError(f"run {run.pk} succeeded but no tool call of its {', '.join(idle)} episodes reached "
+                               "that environment: it learned nothing from it")  # fmt: skip
         if options["wait"] and run.never_stepped:
             raise CommandError(f"run {run.pk} succeeded but no tool call of its {run.episodes_recorded} episodes "
                                f"reached the environment: it learned nothing from it")  # fmt: skip
