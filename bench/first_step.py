@@ -96,7 +96,10 @@ def first_step_seconds(team, version) -> float:
         "provisioning": (run.running_at - run.provisioning_at).total_seconds(),
         "trainer to first step": took - (run.running_at.timestamp() - started),
     }
-    print("  " + ", ".join(f"{k} {v:.2f} s" for k, v in phases.items()), file=sys.stderr)
+    log = (DATA / "runs" / str(run.pk) / "trainer.log").read_text(errors="replace")
+    warm = "standby trainer" in log
+    print("  " + ", ".join(f"{k} {v:.2f} s" for k, v in phases.items()) + f" ({'standby' if warm else 'cold'}"
+          " trainer)", file=sys.stderr)  # fmt: skip
     while Run.objects.get(pk=run.pk).status not in FINAL_STATUSES:  # one run at a time, as a warm worker sees them
         time.sleep(0.1)
     return took

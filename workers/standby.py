@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from celery.signals import task_postrun, worker_process_init, worker_process_shutdown
+from celery.signals import celeryd_after_setup, task_postrun, worker_process_init, worker_process_shutdown
 
 from envs.parent_death import child_environment
 
@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 _spare: subprocess.Popen | None = None
+_trains = True  # does this worker take runs (the `gpu` queue)? Set before the pool forks; children inherit it.
 
 
 def standby_enabled() -> bool:
@@ -76,8 +77,9 @@ def standby_close() -> None:
 
 
 def spares_spawn() -> None:
-    """Both spares, each unless one waits already."""
-    if not standby_enabled():
+    """Both spares, each unless one waits already; only in a worker that takes runs, and the server only where
+    runs start their environments as local processes."""
+    if not standby_enabled() or not _trains:
         return
     from django.conf import settings
 
@@ -85,9 +87,17 @@ def spares_spawn() -> None:
 
     try:
         standby_spawn()
-        spare_spawn(Path(settings.DATA_DIR) / "env-logs")
+        if settings.TRAINYARD_ENV_PROVIDER == "process":
+            spare_spawn(Path(settings.DATA_DIR) / "env-logs")
     except Exception:
         log.exception("could not start the standby processes")
+
+
+@celeryd_after_setup.connect
+def _note_queues(sender, instance, **kwargs) -> None:
+    global _trains
+    selected = set(instance.app.amqp.queues.consume_from or {})
+    _trains = not selected or "gpu" in selected
 
 
 @worker_process_init.connect

@@ -362,6 +362,7 @@ def standby() -> int:
     os.dup2(log, 1)
     os.dup2(log, 2)
     os.close(log)
+    print(f"a standby trainer (libraries imported) takes run {run_id}", flush=True)
     return main(int(run_id))
 
 
