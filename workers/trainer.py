@@ -18,40 +18,13 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from workers.ranks import all_ranks_agree, barrier, rank, world_size
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 HEARTBEAT_SECONDS = 5.0
-
-
-def rank() -> int:
-    """This process's rank under torchrun (0 when alone). Rank 0 records metrics, heartbeats and the final model;
-    every rank records its own episodes."""
-    return int(os.environ.get("RANK", "0"))
-
-
-def world_size() -> int:
-    return int(os.environ.get("WORLD_SIZE", "1"))
-
-
-def all_ranks_agree(flag: bool, device) -> bool:
-    """True on every rank when any rank says so: ranks must stop at the same step, or one waits forever."""
-    import torch
-    import torch.distributed as dist
-
-    if world_size() == 1 or not dist.is_initialized():
-        return flag
-    tensor = torch.tensor([1 if flag else 0], device=device)
-    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
-    return bool(tensor.item())
-
-
-def barrier() -> None:
-    import torch.distributed as dist
-
-    if world_size() > 1 and dist.is_initialized():
-        dist.barrier()
 
 
 def build_dataset_rows(run, tool_names: list[str], mixed: dict[str, tuple[str, list[str]]] | None = None
