@@ -57,9 +57,7 @@ def execute_run(run_id: int) -> str:
     finally:
         for deployment in deployments:
             try:
-                (provider if deployment.provider == provider.kind else provider_get(deployment.provider)).teardown(
-                    deployment
-                )
+                provider_of(deployment, provider).teardown(deployment)
             except Exception:
                 log.exception("tearing down the environment of run %s failed", run_id)
         if deployments:
@@ -169,10 +167,14 @@ def provision_and_train(run: Run, provider, deployments: list) -> tuple[str, str
     return Status.FAILED, failure_reason(run, outcome, trainer)
 
 
+def provider_of(deployment, provider):
+    """The provider that started this deployment (a mixed run's environments may use different ones)."""
+    return provider if deployment.provider == provider.kind else provider_get(deployment.provider)
+
+
 def dead_replicas(provider, deployments: list) -> list[str]:
     """Every dead server of every environment of the run (a mixed run has several deployments)."""
     dead = []
     for deployment in deployments:
-        kind = provider if deployment.provider == provider.kind else provider_get(deployment.provider)
-        dead += kind.dead_replicas(deployment)
+        dead += provider_of(deployment, provider).dead_replicas(deployment)
     return dead

@@ -54,20 +54,14 @@ def saved_models(run: Run) -> list[SavedModel]:
     """Final first, then checkpoints newest first. Only complete folders: a checkpoint has its trainer_state.json
     (written last), the final model its trainyard.json (written after the weights)."""
     from webapp.runs.services import run_artifact_dir
-    from workers.checkpoints import checkpoint_dir
+    from workers.checkpoints import complete_checkpoints
 
     found = []
     final = final_dir(run)
     if (final / "trainyard.json").exists():
         step = json.loads((final / "trainyard.json").read_text()).get("step", run.step)
         found.append(_saved(run, FINAL, final, step))
-    folder = checkpoint_dir(run_artifact_dir(run))
-    checkpoints = []
-    for path in folder.glob("checkpoint-*") if folder.exists() else []:
-        match = re.fullmatch(r"checkpoint-(\d+)", path.name)
-        if match and (path / "trainer_state.json").exists():
-            checkpoints.append(_saved(run, path.name, path, int(match.group(1))))
-    return found + sorted(checkpoints, key=lambda m: -m.step)
+    return found + [_saved(run, path.name, path, step) for step, path in complete_checkpoints(run_artifact_dir(run))]
 
 
 def saved_model_get(run: Run, name: str) -> SavedModel | None:
