@@ -101,6 +101,7 @@ INSTALLED_APPS = [
     "webapp.live",
     "webapp.fleet",
     "webapp.jobs",
+    "webapp.evals",
 ]
 
 MIDDLEWARE = [
@@ -218,6 +219,8 @@ TRAINYARD_ENV_PROVIDER = env_choice("TRAINYARD_ENV_PROVIDER", "process", {"proce
 TRAINYARD_DOCKER_BASE_IMAGE = env_str("TRAINYARD_DOCKER_BASE_IMAGE", "python:3.11-slim")
 TRAINYARD_DOCKER_NETWORK = env_str("TRAINYARD_DOCKER_NETWORK", "trainyard-envs")
 TRAINYARD_ENV_STEP_TIMEOUT = env_int("TRAINYARD_ENV_STEP_TIMEOUT", 30, minimum=1)
+# Samples an evaluation generates at once (its sessions: replicas are sized for it).
+TRAINYARD_EVAL_BATCH = env_int("TRAINYARD_EVAL_BATCH", 32, minimum=1)
 # Sessions the capacity measurement opens at most when a version is added.
 TRAINYARD_CAPACITY_PROBE_LIMIT = env_int("TRAINYARD_CAPACITY_PROBE_LIMIT", 64, minimum=1)
 # A run's prompts (inline or a JSONL file) live in their own table, never in the run row, up to this size.

@@ -74,10 +74,16 @@ def execute_run(run_id: int) -> str:
 def provision_version(run: Run, version, provider, replicas: int, deployments: list):
     """One environment version's servers for a run, checked against its pinned contract. Returns the deployment and
     its record, or the reason the run fails."""
+    return version_provision(version, provider, replicas, deployments, labels={"run": str(run.pk)},
+                             say=lambda line: publish(run.pk, [("run.log", {"line": line})]))  # fmt: skip
+
+
+def version_provision(version, provider, replicas: int, deployments: list, *, labels: dict[str, str], say):
+    """One environment version's servers (for a run or an evaluation), checked against its pinned contract."""
     source = version_source(version)
-    publish(run.pk, [("run.log", {"line": f"provisioning {replicas} x {version} ({provider.kind})"})])
+    say(f"provisioning {replicas} x {version} ({provider.kind})")
     try:
-        deployment = provider.provision(source, replicas=replicas, labels={"run": str(run.pk)})
+        deployment = provider.provision(source, replicas=replicas, labels=labels)
     except ProvisionError as exc:
         return None, None, f"the environment {version} did not start: {exc}"
     deployments.append(deployment)

@@ -32,6 +32,9 @@ OWNED: dict[str, str] = {
         "use_cpu", "bf16", "fp16", "bf16_full_eval", "fp16_full_eval", "tf32", "no_cuda", "local_rank")},
     **{name: "the worker launches the trainer's processes" for name in (
         "deepspeed", "fsdp", "fsdp_config", "ddp_backend", "accelerator_config", "parallelism_config")},
+    **{name: "set by the run's Evaluation settings (eval_steps, eval_seeds, eval_k, eval_greedy)" for name in (
+        "eval_strategy", "eval_steps", "eval_on_start", "num_generations_eval", "per_device_eval_batch_size",
+        "do_eval", "eval_delay")},
     **{name: "choose it with generation_backend (and vllm_server_url)" for name in (
         "use_vllm", "vllm_mode", "use_transformers_continuous_batching", "vllm_server_base_url", "vllm_server_host",
         "vllm_server_port")},
@@ -72,6 +75,11 @@ def grpo_kwargs(settings: dict[str, Any], output_dir: Path | str, *, on_gpu: boo
         "disable_tqdm": True,
         "dataloader_num_workers": 0,
     }
+    if settings.get("eval_steps"):  # held-out seeds at step 0, every eval_steps (and at the end, from the trainer)
+        k = settings.get("eval_k", 1)
+        batch = settings["per_device_train_batch_size"] * settings["gradient_accumulation_steps"]
+        kwargs.update(eval_strategy="steps", eval_steps=settings["eval_steps"], eval_on_start=True,
+                      num_generations_eval=k, per_device_eval_batch_size=max(k, batch // k * k))  # fmt: skip
     if backend == "continuous_batching":
         kwargs["use_transformers_continuous_batching"] = True
     elif backend in ("vllm_colocate", "vllm_server"):

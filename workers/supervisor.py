@@ -31,18 +31,21 @@ class Outcome:
 
 
 class TrainerProcess:
-    def __init__(self, run_id: int, *, log_path: Path, env: dict[str, str] | None = None, processes: int = 1) -> None:
+    def __init__(self, run_id: int, *, log_path: Path, env: dict[str, str] | None = None, processes: int = 1,
+                 module: str = "workers.trainer") -> None:  # fmt: skip
+        """`module`: workers.trainer (a run) or workers.evaluator (an evaluation: same imports, no optimizer)."""
         self.run_id = run_id
         self.log_path = log_path
         log_path.parent.mkdir(parents=True, exist_ok=True)
         from workers.standby import standby_take
 
-        spare = standby_take(run_id, log_path) if env is None and processes == 1 else None
+        trains = module == "workers.trainer"
+        spare = standby_take(run_id, log_path) if env is None and processes == 1 and trains else None
         self.warm = spare is not None  # a standby trainer took the run: TRL was imported already
         if spare is not None:
             self.popen = spare
             return
-        command = [sys.executable, "-m", "workers.trainer", str(run_id)]
+        command = [sys.executable, "-m", module, str(run_id)]
         if processes > 1:  # N ranks under torchrun (one group: signals reach every rank)
             command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(processes),
                        "--master_addr", "127.0.0.1", "--master_port", str(free_port()), "--module",

@@ -14,14 +14,23 @@ def execute_run(run_id: int) -> str:
     return execute(run_id)
 
 
+@app.task(name="workers.execute_evaluation", ignore_result=True, acks_late=False)
+def execute_evaluation(evaluation_id: int) -> str:
+    from workers.evaluation import execute_evaluation as execute
+
+    return execute(evaluation_id)
+
+
 @app.task(name="workers.reap_lost_runs", ignore_result=True)
 def reap_lost_runs() -> list[int]:
     from django.conf import settings
 
+    from webapp.evals.services import evaluations_lost_fail
     from webapp.jobs.services import jobs_lost_fail
     from workers.reaper import reap_lost_runs as reap
 
     jobs_lost_fail(older_than_s=settings.TRAINYARD_JOB_LOST_AFTER)
+    evaluations_lost_fail(older_than_s=settings.TRAINYARD_HEARTBEAT_TIMEOUT)
     return reap()
 
 

@@ -33,14 +33,15 @@ def build_dataset_rows(run, tool_names: list[str], mixed: dict[str, tuple[str, l
     (`mixed`: key → (description, tool names) of each environment) gets an `environment` column that routes each
     row, in proportion to the mixture weights, and each environment's own default prompt."""
     from envs.prompts import default_prompt
+    from webapp.runs.heldout import training_row_count, training_seed
     from webapp.runs.mixture import mixture_rows
     from webapp.runs.selectors import run_prompts
 
     settings = run.config
     rows = run_prompts(run=run)
-    count = max(8, settings["per_device_train_batch_size"] * settings["gradient_accumulation_steps"] * 4)
+    count = training_row_count(settings, len(rows), len(mixed or {}) or 1)
     if mixed:
-        keys = mixture_rows(run.environments, max(count * len(mixed), len(rows)))
+        keys = mixture_rows(run.environments, count)
         if not rows:
             rows = [{"prompt": default_prompt(description=mixed[key][0], tool_names=mixed[key][1]),
                      "environment": key} for key in keys]  # fmt: skip
@@ -53,35 +54,40 @@ def build_dataset_rows(run, tool_names: list[str], mixed: dict[str, tuple[str, l
     for i, row in enumerate(rows):
         row = dict(row)
         row["prompt"] = [{"role": "user", "content": row["prompt"]}]
-        row.setdefault("seed", settings["seed"] * 1000 + i)
+        row["seed"] = training_seed(settings, row, i)
         out.append(row)
     return out
 
 
 def model_path(run) -> str:
+    return model_path_for(run.model_name, run.team)
+
+
+def model_path_for(model_name: str, team) -> str:
+    """A model name as a run or an evaluation gives it, resolved within `team`, as a path from_pretrained takes."""
     from django.conf import settings
 
-    if run.model_name in {"tiny-local", "tiny-local (CPU)"}:
+    if model_name in {"tiny-local", "tiny-local (CPU)"}:
         from workers.tiny_model import ensure_tiny_model
 
         return str(ensure_tiny_model(Path(settings.DATA_DIR)))
     from workers.warmstart import NAME, warmstart_dir, warmstart_version_for
 
-    if NAME.match(run.model_name):
-        version = warmstart_version_for(run.model_name, run.team)
+    if NAME.match(model_name):
+        version = warmstart_version_for(model_name, team)
         path = warmstart_dir(Path(settings.DATA_DIR), version) if version is not None else None
         if path is None or not (path / "config.json").exists():
-            raise RuntimeError(f"{run.model_name} is not warm-started on this machine: run `manage.py model warmstart "
-                               f"--env {run.model_name.split('@', 1)[1].replace(':', ' --version ', 1)}`")  # fmt: skip
+            raise RuntimeError(f"{model_name} is not warm-started on this machine: run `manage.py model warmstart "
+                               f"--env {model_name.split('@', 1)[1].replace(':', ' --version ', 1)}`")  # fmt: skip
         return str(path)
     from webapp.runs.saved_models import saved_model_resolve
 
-    saved = saved_model_resolve(run.model_name, team=run.team)
+    saved = saved_model_resolve(model_name, team=team)
     if saved is not None:  # a run's checkpoint or final model; an adapter is merged into its base first
         from workers.model_export import trainable_path
 
         return str(trainable_path(saved, Path(settings.DATA_DIR)))
-    return run.model_name  # a Hub id or a local path: from_pretrained takes both
+    return model_name  # a Hub id or a local path: from_pretrained takes both
 
 
 def main(run_id: int) -> int:
@@ -138,9 +144,10 @@ def main(run_id: int) -> int:
     return 0
 
 
-def recording(run, stop: threading.Event):
+def recording(run, stop: threading.Event, phase=None):
     """The reward function (environment rewards, recording every episode) and the callback (metrics, heartbeat,
-    cooperative cancel) that make a TRL run a Trainyard run."""
+    cooperative cancel) that make a TRL run a Trainyard run. While `phase.recorder` is set, TRL is evaluating: the
+    episodes are the evaluation's (held-out seeds), not training's."""
     from django.utils import timezone
     from transformers import TrainerCallback
 
@@ -153,8 +160,18 @@ def recording(run, stop: threading.Event):
     def environment_reward(prompts, completions, environments, trainer_state=None, **kwargs) -> list[float]:
         """The reward is what the environment paid, summed over the episode's steps; never the model's text."""
         rewards = [env._episode_reward() for env in environments]
-        step = (trainer_state.global_step if trainer_state is not None else 0) + 1
         keys = kwargs.get("environment")  # a mixed run's routing column: each rollout's environment
+        if phase is not None and phase.recorder is not None:
+            phase.recorder.record(
+                prompts=prompts,
+                completions=completions,
+                environments=environments,
+                rewards=rewards,
+                environment_keys=keys,
+                completion_ids=kwargs.get("completion_ids"),
+            )
+            return rewards
+        step = (trainer_state.global_step if trainer_state is not None else 0) + 1
         episodes.record(step=step, prompts=prompts, completions=completions, environments=environments,
                         rewards=rewards, environment_keys=keys)  # fmt: skip
         log_metric = kwargs.get("log_metric")
@@ -168,8 +185,9 @@ def recording(run, stop: threading.Event):
 
     class Record(TrainerCallback):
         def on_log(self, args, state, control, logs=None, **kwargs):
-            if metrics is not None:
-                metrics.record(state.global_step, logs or {})
+            if metrics is not None:  # TRL's evaluation logs (eval_reward, eval_loss…) chart as eval/…
+                metrics.record(state.global_step, {(f"eval/{k[5:]}" if k.startswith("eval_") else k): v
+                                                   for k, v in (logs or {}).items()})  # fmt: skip
 
         def on_train_end(self, args, state, control, **kwargs):
             if metrics is not None:
@@ -184,7 +202,74 @@ def recording(run, stop: threading.Event):
                 control.should_training_stop = True
                 control.should_save = False
 
-    return environment_reward, Record()
+    callback = Record()
+    callback.metrics = metrics  # the evals during training chart their aggregates through it
+    return environment_reward, callback
+
+
+def build_eval_rows(run, tool_names: list[str], mixed: dict[str, tuple[str, list[str]]] | None = None
+                    ) -> list[dict[str, Any]]:  # fmt: skip
+    """The held-out rows of a run's evals during training: every held-out seed with the run's prompts in turn (or
+    the default prompt), for each environment of a mixed run."""
+    from envs.prompts import default_prompt
+    from webapp.runs.heldout import eval_seeds
+    from webapp.runs.selectors import run_prompts
+
+    seeds = eval_seeds(run.config)
+    prompts = [row["prompt"] for row in run_prompts(run=run)]
+    if mixed:
+        entries = [(key, default_prompt(description=description, tool_names=names))
+                   for key, (description, names) in mixed.items()]  # fmt: skip
+    else:
+        entries = [(None, default_prompt(description=run.env_version.environment.description, tool_names=tool_names))]
+    rows = []
+    for key, default_text in entries:
+        for i, seed in enumerate(seeds):
+            text = prompts[i % len(prompts)] if prompts else default_text
+            rows.append({"prompt": [{"role": "user", "content": text}], "seed": seed,
+                         **({"environment": key} if key else {})})  # fmt: skip
+    return rows
+
+
+def evals_during_training(run, callback, settings: dict[str, Any], phase):
+    """TRL calls `evaluate()` at step 0, every eval_steps and (from train()) at the end: the hooks around each one
+    write its Evaluation row (rank 0), record its episodes on every rank, and chart its aggregates as eval/*."""
+    from webapp.evals.models import Evaluation
+    from webapp.evals.services import training_evaluation_create
+    from webapp.live.publish import publish
+    from webapp.runs.heldout import eval_seeds
+    from workers.eval_recording import EvalEpisodeRecorder, eval_metrics, evaluation_finish
+
+    seeds = eval_seeds(settings)
+    k, greedy = settings.get("eval_k", 1), settings.get("eval_greedy", True)
+
+    def begin(trainer) -> None:
+        step = trainer.state.global_step
+        if rank() == 0:
+            training_evaluation_create(run, step=step, seeds=seeds, k=k, greedy=greedy)
+            publish(run.pk, [("run.log", {"line": f"evaluating step {step} on {len(seeds)} held-out seeds"
+                                                  f"{' (greedy)' if greedy else ''}"})])  # fmt: skip
+        barrier()
+        phase.recorder = EvalEpisodeRecorder(Evaluation.objects.get(run=run, step=step))
+
+    def end(trainer) -> None:
+        step = trainer.state.global_step
+        phase.recorder = None
+        phase.evaluated_steps.append(step)
+        barrier()
+        if rank() != 0:
+            return
+        evaluation = Evaluation.objects.get(run=run, step=step)
+        results = evaluation_finish(evaluation.pk)
+        callback.metrics.record(step, eval_metrics(results))
+        callback.metrics.flush()
+        first = next(iter(results.values()))
+        success = first["success_rate"]
+        publish(run.pk, [("run.log", {"line": f"eval at step {step}: mean reward {first['mean_reward']['value']:.3f}, "
+                                              f"success {success['value']:.0%} [{success['low']:.0%}, "
+                                              f"{success['high']:.0%}] on {first['episodes']} episodes"})])  # fmt: skip
+
+    return begin, end, greedy
 
 
 def environment_factory(run, env_class):
@@ -267,13 +352,26 @@ def train(run, artifact_dir: Path, stop: threading.Event) -> None:
     if rank() == 0:
         ranks = f" x {world_size()} processes" if world_size() > 1 else ""
         Run.objects.filter(pk=run.pk).update(gpu=f"{gpu}{ranks}")
-    reward, callback = recording(run, stop)
-    trainer = concurrent_tools_trainer()(
+    trainer_class = concurrent_tools_trainer()
+    phase = eval_dataset = None
+    if settings.get("eval_steps"):
+        from webapp.evals.services import training_evaluations_close
+        from workers.evaluating import EvalPhase, evaluating_trainer
+
+        phase = EvalPhase()
+        reward, callback = recording(run, stop, phase)
+        begin, end, greedy = evals_during_training(run, callback, settings, phase)
+        trainer_class = evaluating_trainer(trainer_class, greedy=greedy, begin=begin, end=end)
+        eval_dataset = Dataset.from_list(build_eval_rows(run, [t.name for t in env_class.tools], mixed))
+    else:
+        reward, callback = recording(run, stop)
+    trainer = trainer_class(
         model=path,
         reward_funcs=[reward],
         args=grpo_config(settings, checkpoint_dir(artifact_dir)),
         peft_config=lora_config(settings),
         train_dataset=dataset,
+        eval_dataset=eval_dataset,
         processing_class=tokenizer,
         environment_factory=factory,
         callbacks=[callback],
@@ -299,7 +397,12 @@ def train(run, artifact_dir: Path, stop: threading.Event) -> None:
     try:
         trainer.train(resume_from_checkpoint=resume)
         final_save(trainer, run, tokenizer, base_model=path)
+        stopped = stop.is_set() or Run.objects.filter(pk=run.pk, cancel_requested_at__isnull=False).exists()
+        if phase is not None and not stopped and trainer.state.global_step not in phase.evaluated_steps:
+            trainer.evaluate()  # the end: the trained policy on the held-out seeds
     finally:
+        if phase is not None and rank() == 0:
+            training_evaluations_close(run, reason="the run stopped during this evaluation")
         for pool in getattr(trainer, "_environment_pool", {}).values():
             for env in pool:
                 env._close()

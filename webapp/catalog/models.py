@@ -78,6 +78,9 @@ class EnvironmentVersion(models.Model):
     git_subdir = models.CharField(max_length=300, blank=True, help_text="The environment's folder in the repository")
     pinned_ref = models.CharField(max_length=200, help_text="Content hash, commit, image digest or server version")
     capacity = models.PositiveIntegerField(default=64, help_text="Sessions one replica accepts (declared)")
+    success_threshold = models.FloatField(
+        default=0.0, help_text="An evaluated episode succeeds when its reward is above this (success rate, pass@k)"
+    )
     capacity_measured = models.PositiveIntegerField(
         null=True, blank=True, help_text="Sessions one replica accepted when it was added (None: not measured)"
     )

@@ -10,6 +10,8 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
+from webapp.evals.seeds import DEFAULT_EVAL_SEEDS, seeds_parse
+
 LOSS_TYPES = ("dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo", "luspo", "vespo")
 SCALE_REWARDS = ("group", "batch", "none")
 GENERATION_BACKENDS = ("hf", "continuous_batching", "vllm_colocate", "vllm_server")
@@ -52,6 +54,11 @@ class GRPOSettings:
     lora_target_modules: str = "all-linear"
     # environment
     step_timeout: float = 30.0
+    # evals during training (0: none): the policy measured on held-out seeds at step 0, every eval_steps, and at the end
+    eval_steps: int = 0
+    eval_seeds: str = ""
+    eval_k: int = 1
+    eval_greedy: bool = True
     # anything else of TRL's GRPOConfig, checked against its fields
     advanced: dict = field(default_factory=dict)
 
@@ -121,6 +128,15 @@ class GRPOSettings:
                                          "GPUs is not built yet; vllm_colocate shares the training GPU).")  # fmt: skip
         if self.vllm_server_url and not self.vllm_server_url.startswith(("http://", "https://")):
             errors["vllm_server_url"] = "the vLLM server URL must start with http:// or https://."
+        if self.eval_seeds or self.eval_steps:
+            try:
+                seeds_parse(self.eval_seeds or DEFAULT_EVAL_SEEDS, field="eval_seeds")
+            except ValidationError as exc:
+                errors.update({k: v[0] for k, v in exc.message_dict.items()})
+        if self.eval_steps and self.eval_k > self.per_device_train_batch_size * self.gradient_accumulation_steps:
+            errors["eval_k"] = (f"eval_k ({self.eval_k}) is above the generation batch ("
+                                f"{self.per_device_train_batch_size} x {self.gradient_accumulation_steps}) the run's "
+                                "sessions are sized for.")  # fmt: skip
         if not lora_modules(self.lora_target_modules):
             errors["lora_target_modules"] = "name the modules LoRA adapts, e.g. all-linear or q_proj,v_proj."
         if errors:
@@ -208,6 +224,8 @@ BOUNDS: dict[str, tuple[int | float, int | float]] = {
     "seed": (0, 2**32 - 1),
     "save_steps": (1, 1_000_000),
     "step_timeout": (0.1, 3600.0),
+    "eval_steps": (0, 1_000_000),
+    "eval_k": (1, 64),
 }
 
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -227,6 +245,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "Generation and resources": ("generation_backend", "vllm_server_url", "gpus", "processes"),
     "LoRA": ("lora_r", "lora_alpha", "lora_dropout", "lora_target_modules"),
     "Environment": ("step_timeout",),
+    "Evaluation": ("eval_steps", "eval_seeds", "eval_k", "eval_greedy"),
     "Advanced": ("advanced",),
 }  # fmt: skip
 
@@ -261,6 +280,11 @@ HELP = {
     "seed": "Seed of the trainer and of the dataset's environment seeds.",
     "save_steps": "Save a checkpoint every this many steps (resume starts from the last).",
     "step_timeout": "Seconds one environment step may take before the episode is cut off.",
+    "eval_steps": "Evaluate the policy on held-out seeds at step 0, every this many steps and at the end (0: never).",
+    "eval_seeds": "Held-out seeds, e.g. 1000000-1000031 (disjoint from the training seeds, checked); empty: "
+    f"{DEFAULT_EVAL_SEEDS}.",
+    "eval_k": "Samples per held-out seed (pass@k); with greedy decoding 1 is enough.",
+    "eval_greedy": "Evaluate with greedy decoding (unchecked: the run's temperature and top_p).",
     "advanced": 'Any other GRPOConfig field as JSON or YAML, e.g. {"importance_sampling_level": "sequence", '
     '"weight_decay": 0.01}. Checked against TRL\'s own fields.',
 }

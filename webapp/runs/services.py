@@ -19,6 +19,7 @@ from webapp.catalog.services import version_mark_used
 from webapp.fleet.fit import fleet_fit_check
 from webapp.live.publish import publish
 from webapp.runs.grpo import GRPOSettings
+from webapp.runs.heldout import heldout_check
 from webapp.runs.models import FINAL_STATUSES, TIMESTAMP_FIELD, TRANSITIONS, Run, RunPrompts, Status
 from webapp.runs.names import friendly_name
 from webapp.runs.selectors import run_prompts
@@ -190,6 +191,7 @@ def run_create(
     from webapp.catalog.trust import trust_gate
 
     environments = environments_for_run(team, env_version, env_weight, mixture or [], settings_, provider, replicas)
+    heldout_check(settings_.as_dict(), rows, max(1, len(environments)))
     for version in [env_version] + [v for v, _ in mixture or []]:
         held_back = trust_gate(version)
         if held_back and not trust_override_reason.strip():

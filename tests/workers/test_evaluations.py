@@ -1,0 +1,110 @@
+"""Evaluations through the real worker: a real `celery worker`, the process provider, the tiny model, guess-number.
+
+Nothing is faked; the GPU is the one boundary we cannot reach, so these run on the CPU."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.webapp.runs.conftest import register_builtin
+from tests.workers.conftest import wait_for
+from tests.workers.test_training_runs import SMALL
+from webapp.evals.models import EvalEpisode, EvalStatus, Evaluation
+from webapp.evals.selectors import baseline_to_final
+from webapp.evals.services import evaluation_cancel, evaluation_create
+from webapp.evals.statistics import pass_at_k
+from webapp.runs.models import MetricPoint, Status
+from webapp.runs.services import run_create
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+def wait_evaluated(evaluation: Evaluation, timeout: float = 600) -> Evaluation:
+    def done():
+        evaluation.refresh_from_db()
+        return evaluation.status in (EvalStatus.SUCCEEDED, EvalStatus.FAILED, EvalStatus.CANCELLED)
+
+    wait_for(done, timeout=timeout, what=f"evaluation {evaluation.pk} to finish ({evaluation.status})")
+    return evaluation
+
+
+def outcomes(evaluation: Evaluation) -> list[tuple]:
+    return list(EvalEpisode.objects.filter(evaluation=evaluation).order_by("seed", "sample").values_list(
+        "seed", "sample", "reward", "success", "num_tool_calls", "num_turns"))  # fmt: skip
+
+
+def test_a_greedy_eval_is_reproducible_and_its_aggregates_are_its_episodes(acme, alice, tiny_model, live_worker):
+    version = register_builtin(acme, "guess-number")
+    first = evaluation_create(team=acme, user=alice, model_name="tiny-local", versions=[version], seeds="500-511",
+                              greedy=True, max_turns=4, max_tokens=256)  # fmt: skip
+    first = wait_evaluated(first)
+    assert first.status == EvalStatus.SUCCEEDED, first.failure_reason
+    second = wait_evaluated(evaluation_create(team=acme, user=alice, model_name="tiny-local", versions=[version],
+                                              seeds="500-511", greedy=True, max_turns=4, max_tokens=256))  # fmt: skip
+    assert second.status == EvalStatus.SUCCEEDED, second.failure_reason
+    assert [row[0] for row in outcomes(first)] == list(range(500, 512)), "one greedy sample per seed"
+    assert outcomes(first) == outcomes(second), "greedy decoding on fixed seeds gives the same episodes"
+    assert first.settings_key == second.settings_key
+    assert all(e.turns and e.turns[0]["role"] == "assistant" for e in first.episodes.all()), "kept in full"
+    assert first.episodes_done == first.episodes_total == 12
+    result = first.results["guess-number"]
+    rewards = [row[2] for row in outcomes(first)]
+    assert result["mean_reward"]["value"] == pytest.approx(sum(rewards) / len(rewards))
+    assert result["mean_reward"]["low"] <= result["mean_reward"]["value"] <= result["mean_reward"]["high"]
+
+
+def test_pass_at_k_and_avg_at_k_equal_a_direct_computation(acme, alice, tiny_model, live_worker):
+    version = register_builtin(acme, "guess-number")
+    evaluation = wait_evaluated(evaluation_create(
+        team=acme, user=alice, model_name="tiny-local", versions=[version], seeds="700-705", k=4, greedy=False,
+        temperature=1.0, max_turns=4, max_tokens=256))  # fmt: skip
+    assert evaluation.status == EvalStatus.SUCCEEDED, evaluation.failure_reason
+    by_seed: dict[int, list[float]] = {}
+    for seed, _, reward, *_ in outcomes(evaluation):
+        by_seed.setdefault(seed, []).append(reward)
+    assert sorted(by_seed) == list(range(700, 706)) and all(len(r) == 4 for r in by_seed.values())
+    threshold = version.success_threshold
+    avg = sum(sum(r) / 4 for r in by_seed.values()) / 6
+    pass4 = sum(pass_at_k(4, sum(x > threshold for x in r), 4) for r in by_seed.values()) / 6
+    pass1 = sum(pass_at_k(4, sum(x > threshold for x in r), 1) for r in by_seed.values()) / 6
+    result = evaluation.results["guess-number"]
+    assert result["avg@k"] == pytest.approx(avg)
+    assert result["pass@4"]["value"] == pytest.approx(pass4)
+    assert result["pass@1"]["value"] == pytest.approx(pass1)
+    assert EvalEpisode.objects.filter(evaluation=evaluation, num_tool_calls__gt=0).exists(), "it stepped the env"
+    assert result["success_rate"]["value"] == pytest.approx(pass1), "pass@1 is the success rate of the samples"
+
+
+def test_a_run_with_eval_steps_evaluates_at_the_start_in_between_and_at_the_end(acme, alice, tiny_model, live_worker):
+    version = register_builtin(acme, "guess-number")
+    run = run_create(team=acme, user=alice, env_version=version, config={
+        **SMALL, "max_steps": 5, "eval_steps": 2, "eval_seeds": "900-907"})  # fmt: skip
+    wait_for(lambda: run.refresh_from_db() or run.status in ("succeeded", "failed", "cancelled"), timeout=900,
+             what="the run to finish")  # fmt: skip
+    assert run.status == Status.SUCCEEDED, run.failure_reason
+    steps = sorted(MetricPoint.objects.filter(run=run, name="eval/mean_reward").values_list("step", flat=True))
+    assert steps == [0, 2, 4, 5], "step 0 (the baseline), every 2 steps, and the end"
+    assert MetricPoint.objects.filter(run=run, name="eval/success_rate", step=5).exists()
+    assert MetricPoint.objects.filter(run=run, name="eval/loss").exists(), "TRL's own eval logs chart as eval/*"
+    evals = list(Evaluation.objects.filter(run=run).order_by("step"))
+    assert [e.step for e in evals] == [0, 2, 4, 5] and all(e.status == EvalStatus.SUCCEEDED for e in evals)
+    assert {s for e in evals for s in e.episodes.values_list("seed", flat=True)} == set(range(900, 908))
+    assert not run.episodes.filter(reset_kwargs__seed__in=list(range(900, 908))).exists(), "training never saw them"
+    summary = baseline_to_final(run=run)
+    assert summary["baseline"].step == 0 and summary["final"].step == 5
+    assert summary["difference"]["low"] <= summary["difference"]["value"] <= summary["difference"]["high"]
+
+
+def test_cancel_stops_an_evaluation_and_its_servers(acme, alice, tiny_model, live_worker):
+    version = register_builtin(acme, "guess-number")
+    evaluation = evaluation_create(team=acme, user=alice, model_name="tiny-local", versions=[version],
+                                   episodes=2000, max_turns=4, max_tokens=256)  # fmt: skip
+    wait_for(lambda: EvalEpisode.objects.filter(evaluation=evaluation).exists(), timeout=300, what="a first episode")
+    evaluation_cancel(user=alice, evaluation=evaluation)
+    evaluation = wait_evaluated(evaluation, timeout=60)
+    assert evaluation.status == EvalStatus.CANCELLED
+    assert 0 < evaluation.episodes_done < evaluation.episodes_total, "what was recorded stays"
+    from tests.workers.conftest import process_alive
+
+    handles = [pid for record in evaluation.deployment.values() for pid in record.get("handles", [])]
+    assert handles and not any(process_alive(pid) for pid in handles if isinstance(pid, int))
