@@ -31,6 +31,7 @@ urlpatterns = [
     path("envs/", include("webapp.catalog.urls")),
     path("runs/", include("webapp.runs.urls")),
     path("jobs/", include("webapp.jobs.urls")),
+    path("evals/", include("webapp.evals.urls")),
     path("workers/", run_views.workers_view, name="workers"),
     path("admin/", admin.site.urls),
 ]

@@ -51,6 +51,9 @@ def version_results(rows: Mapping[str, list[Mapping[str, Any]]], *, k: int, thre
     if k > 1 and smallest >= k:
         out[f"pass@{k}"] = bootstrap(rewards, pass_at(k, threshold)).as_dict()
     out["avg@k"] = out["mean_reward"]["value"]
+    # The same numbers under names a template can read (pass@1 is not an attribute name).
+    out["pass_at_1"] = out["pass@1"]
+    out["pass_at_k"] = out.get(f"pass@{k}", out["pass@1"] if k == 1 else None)
     return out
 
 

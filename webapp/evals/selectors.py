@@ -137,7 +137,12 @@ def comparison(evaluations: list[Evaluation]) -> dict[str, Any]:
                     "cells": [None] * len(evaluations),
                 },
             )
-            cell = row["cells"][position] or {"rewards": [], "episode": episode["id"], "successes": 0}
+            cell = row["cells"][position] or {
+                "rewards": [],
+                "episode": episode["id"],
+                "successes": 0,
+                "evaluation": evaluation.pk,
+            }
             cell["rewards"].append(episode["reward"])
             cell["successes"] += int(episode["success"])
             row["cells"][position] = cell

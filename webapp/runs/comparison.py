@@ -53,6 +53,10 @@ def summary_row(run: Run) -> dict[str, Any]:
         "tokens": tokens,
         "wall_time_s": round(wall_time, 1) if wall_time is not None else None,
         "tool_failure_rate": statistics.fmean(failures) if failures else None,
+        # The held-out evals (evals during training): the baseline at step 0 and the last one.
+        "eval_baseline_reward": (_series(run, "eval/mean_reward") or [None])[0],
+        "eval_final_reward": (_series(run, "eval/mean_reward") or [None])[-1],
+        "eval_final_success_rate": (_series(run, "eval/success_rate") or [None])[-1],
     }
 
 

@@ -19,6 +19,7 @@ from webapp.accounts.selectors import membership_get, membership_require
 from webapp.catalog.models import EnvironmentVersion
 from webapp.catalog.selectors import environment_list
 from webapp.core.query_params import LARGEST_ID, LARGEST_STEP, float_param, id_list_param, int_param, text_param
+from webapp.evals.selectors import baseline_to_final, run_evaluations
 from webapp.jobs.models import Job
 from webapp.jobs.selectors import job_get
 from webapp.jobs.services import job_create
@@ -193,6 +194,8 @@ def run_detail_view(request: HttpRequest, pk: int) -> HttpResponse:
             "children": children,
             "parent": run_list(user=request.user).filter(pk=run.parent_id).first() if run.parent_id else None,
             "metric_groups": groups,
+            "evaluations": run_evaluations(run=run),
+            "eval_summary": baseline_to_final(run=run),
             "boot": {"run": run.pk, "maxSteps": run.max_steps, "status": run.status, "step": run.step},
         },
     )
