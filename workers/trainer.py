@@ -231,6 +231,21 @@ def build_eval_rows(run, tool_names: list[str], mixed: dict[str, tuple[str, list
     return rows
 
 
+def eval_batch_size(run, settings: dict[str, Any], rows: int) -> int:
+    """Held-out episodes played at once: as many as the run's replicas hold (up to TRAINYARD_EVAL_BATCH), whole
+    groups of eval_k, never fewer than the training batch. The training sessions are reused, so the run holds the
+    larger of the two at a time."""
+    from django.conf import settings as django_settings
+
+    k = settings.get("eval_k", 1)
+    generation = settings["per_device_train_batch_size"] * settings["gradient_accumulation_steps"]
+    if run.environments:  # a mixed run's replicas are sized per environment for training: stay within them
+        return max(k, generation // k * k)
+    room = run.replicas * run.env_version.effective_capacity // max(1, settings.get("processes", 1))
+    batch = min(django_settings.TRAINYARD_EVAL_BATCH, room, rows * k)
+    return max(k, generation // k * k, batch // k * k)
+
+
 def evals_during_training(run, callback, settings: dict[str, Any], phase):
     """TRL calls `evaluate()` at step 0, every eval_steps and (from train()) at the end: the hooks around each one
     write its Evaluation row (rank 0), record its episodes on every rank, and chart its aggregates as eval/*."""
@@ -365,10 +380,13 @@ def train(run, artifact_dir: Path, stop: threading.Event) -> None:
         eval_dataset = Dataset.from_list(build_eval_rows(run, [t.name for t in env_class.tools], mixed))
     else:
         reward, callback = recording(run, stop)
+    args = grpo_config(settings, checkpoint_dir(artifact_dir))
+    if eval_dataset is not None:
+        args.per_device_eval_batch_size = eval_batch_size(run, settings, len(eval_dataset))
     trainer = trainer_class(
         model=path,
         reward_funcs=[reward],
-        args=grpo_config(settings, checkpoint_dir(artifact_dir)),
+        args=args,
         peft_config=lora_config(settings),
         train_dataset=dataset,
         eval_dataset=eval_dataset,

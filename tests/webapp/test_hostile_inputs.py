@@ -209,3 +209,37 @@ def test_an_unreachable_docker_engine_is_a_field_error(client_for, alice, monkey
     assert response.status_code == 400
     assert "unreachable" in " ".join(response.context["form"].errors["source_ref"])
     assert not Environment.objects.exists() and not TrustReport.objects.exists()
+
+
+EVAL_FIELDS = ["model_name", "episodes", "seed_start", "seeds", "k", "temperature", "top_p", "max_turns",
+               "max_tokens", "name", "versions"]  # fmt: skip
+
+
+@PROPERTY
+@given(field=st.sampled_from(EVAL_FIELDS), value=st.one_of(NASTY, LONG_TEXT, st.integers(-(2**80), 2**80).map(str)))
+def test_the_evaluation_form_refuses_hostile_values_by_name_and_saves_nothing(client_for, alice, guess_version, field,
+                                                                              value):  # fmt: skip
+    from webapp.evals.models import Evaluation
+
+    form = {"model_name": "tiny-local", "versions": [str(guess_version.pk)], "episodes": "4", "seed_start": "0",
+            "seeds": "", "k": "1", "temperature": "1", "top_p": "1", "max_turns": "4", "max_tokens": "64"}  # fmt: skip
+    form[field] = value
+    form["episodes"] = form["episodes"] if field == "episodes" else "0"  # refused in any case: which fields it names
+    response = client_for(alice).post(reverse("evals:eval-create"), form)
+    assert response.status_code == 400
+    errors = response.context["form"].errors
+    assert "episodes" in errors or field in errors, (field, value, errors)
+    assert not Evaluation.objects.exists()
+
+
+@PROPERTY
+@given(ids=st.lists(ANY_TEXT, min_size=1, max_size=4))
+def test_evaluation_pages_answer_every_list_of_ids(client_for, alice, acme_run, ids):
+    response = client_for(alice).get(reverse("evals:eval-compare"), {"ids": ",".join(ids)})
+    assert response.status_code in (200, 400), response.status_code
+
+
+@pytest.mark.parametrize("path", ["/evals/{}/", "/evals/{}/summary.json", "/evals/leaderboard/{}/"])
+def test_huge_evaluation_ids_are_not_found(client_for, alice, acme_run, path):
+    for huge in (2**63, 10**30):
+        assert client_for(alice).get(path.format(huge)).status_code == 404

@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from tests.webapp.evals.test_leaderboard import finished
 from tests.webapp.runs.conftest import register_builtin
-from webapp.evals.models import EvalEpisode, Evaluation, EvalStatus
+from webapp.evals.models import EvalEpisode, EvalStatus, Evaluation
 from webapp.evals.selectors import comparison
 
 pytestmark = pytest.mark.django_db
@@ -59,7 +59,7 @@ def test_the_leaderboard_page_ranks_the_trained_model_first(client_for, alice, t
 
 
 def test_charlie_sees_none_of_it(client_for, charlie, two_evals):
-    version, base, trained = two_evals
+    _, base, trained = two_evals
     client = client_for(charlie)
     assert client.get(reverse("evals:eval-detail", args=[base.pk])).status_code == 404
     assert client.get(reverse("evals:eval-summary", args=[base.pk])).status_code == 404

@@ -15,7 +15,25 @@ from webapp.runs.follow import run_follow
 from webapp.runs.models import ACTIVE_STATUSES, Run
 from webapp.runs.services import run_create
 
-DEMO_CONFIG = {"max_steps": 60, "temperature": 0.7, "learning_rate": 2e-5, "save_steps": 20}
+# The held-out eval (64 seeds never trained on, greedy) at step 0, in the middle and at the end: did training help?
+DEMO_CONFIG = {"max_steps": 60, "temperature": 0.7, "learning_rate": 2e-5, "save_steps": 20, "eval_steps": 30,
+               "eval_seeds": "900000000-900000063"}  # fmt: skip
+
+
+def held_out_line(run: Run) -> str:
+    """Did training help? The held-out eval of the start against the end, in one line."""
+    from webapp.evals.selectors import baseline_to_final
+
+    summary = baseline_to_final(run=run)
+    if summary is None or summary["difference"] is None:
+        return ""
+    d, before, after = summary["difference"], summary["before"], summary["after"]
+    verdict = "training helped" if d["helped"] else "training made it worse" if d["hurt"] else "no measurable change"
+    return (
+        f"Held-out eval on {before['episodes']} seeds: mean reward {before['mean_reward']['value']:.3f} → "
+        f"{after['mean_reward']['value']:.3f}, difference {d['value']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}] "
+        f"(95 %, paired by seed): {verdict}"
+    )
 
 
 class Command(BaseCommand):
@@ -66,6 +84,9 @@ class Command(BaseCommand):
     def follow(self, run: Run) -> None:
         run = run_follow(run, file=sys.stdout, poll=2.0)
         self.stdout.write(f"Demo run {run.name} {run.status}")
+        line = held_out_line(run)
+        if line:
+            self.stdout.write(line)
 
     def idle(self, options) -> None:
         # A Procfile runner stops every process when one exits; the demo's follower stays.

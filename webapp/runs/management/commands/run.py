@@ -39,6 +39,10 @@ def run_summary(run: Run) -> dict:
         "never_stepped_environment": run.never_stepped,
         "replicas": run.replicas,
         "environments": environment_activity(run=run) if run.environments else [],
+        "evals": [
+            {"step": e.step, "status": e.status, "id": e.pk, "results": e.results}
+            for e in run.evaluations.order_by("step")
+        ],
         "parent": {"run": run.parent_id, "model": run.parent_model, "step": run.parent_step} if run.parent_id else None,
     }
 
@@ -76,6 +80,12 @@ class Command(BaseCommand):
         create.add_argument("--name", default="")
         create.add_argument("--trust-override-reason", default="",
                             help="why this run may start on a version whose trust check failed")  # fmt: skip
+        create.add_argument(
+            "--eval-steps", type=int, help="evaluate on held-out seeds at step 0, every N steps, the end"
+        )
+        create.add_argument("--eval-seeds", help="held-out seeds, e.g. 1000000-1000031 (default: a fixed held-out set)")
+        create.add_argument("--eval-k", type=int, help="samples per held-out seed (default 1)")
+        create.add_argument("--eval-sample", action="store_true", help="sample the evals (default: greedy decoding)")
         create.add_argument("--wait", action="store_true", help="wait for the run to finish, with a progress bar")
         create.add_argument("--timeout", type=float, default=3600)
         create.add_argument("--json", action="store_true")
@@ -106,9 +116,11 @@ class Command(BaseCommand):
             raise CommandError(f"--config is not JSON: {exc}") from None
         config["max_steps"] = options["max_steps"]
         for name in ("lora_r", "lora_alpha", "lora_dropout", "lora_target_modules", "generation_backend",
-                     "vllm_server_url", "gpus"):  # fmt: skip
+                     "vllm_server_url", "gpus", "eval_steps", "eval_seeds", "eval_k"):  # fmt: skip
             if options[name] is not None:
                 config[name] = options[name]
+        if options["eval_sample"]:
+            config["eval_greedy"] = False
         if options["advanced"]:
             text = options["advanced"]
             config["advanced"] = Path(text[1:]).read_text() if text.startswith("@") else text
