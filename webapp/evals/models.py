@@ -82,6 +82,11 @@ class Evaluation(models.Model):
     def is_active(self) -> bool:
         return self.status in ACTIVE
 
+    @property
+    def first_result(self) -> dict:
+        """The aggregates of its first (often only) environment, for lists."""
+        return next(iter(self.results.values()), {})
+
 
 class EvalEpisode(models.Model):
     """One sample of one episode (seed or prompt) of one version, in full."""

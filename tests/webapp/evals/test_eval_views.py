@@ -31,7 +31,10 @@ def two_evals(acme, alice):
 
 
 def test_alice_sees_an_evaluation_its_results_and_its_episodes(client_for, alice, two_evals):
-    _, base, _ = two_evals
+    _, base, trained = two_evals
+    listing = client_for(alice).get(reverse("evals:eval-list"))
+    assert listing.status_code == 200
+    assert f'data-evaluation="{trained.pk}"'.encode() in listing.content and b"0.500" in listing.content
     page = client_for(alice).get(reverse("evals:eval-detail", args=[base.pk]))
     assert page.status_code == 200
     assert b"0.250" in page.content and b"guess-number" in page.content
