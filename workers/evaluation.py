@@ -11,7 +11,7 @@ from django.utils import timezone
 from webapp.catalog.deployments import provider_get
 from webapp.evals.models import EvalStatus, Evaluation
 from webapp.evals.services import evaluation_fail
-from workers.execution import provider_of, version_provision, worker_host
+from workers.execution import deployments_teardown, version_provision, worker_host
 from workers.supervisor import TrainerProcess, supervise
 
 log = logging.getLogger(__name__)
@@ -47,11 +47,7 @@ def execute_evaluation(evaluation_id: int) -> str:
         log.exception("evaluation %s failed in the worker", evaluation_id)
         final, reason = EvalStatus.FAILED, f"worker error: {type(exc).__name__}: {exc}"
     finally:
-        for deployment in deployments:
-            try:
-                provider_of(deployment, provider).teardown(deployment)
-            except Exception:
-                log.exception("tearing down the environment of evaluation %s failed", evaluation_id)
+        deployments_teardown(deployments, provider, what=f"evaluation {evaluation_id}")
     if final == EvalStatus.FAILED:
         evaluation_fail(evaluation_id, reason)
     elif final == EvalStatus.CANCELLED:

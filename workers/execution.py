@@ -55,11 +55,7 @@ def execute_run(run_id: int) -> str:
         log.exception("run %s failed in the worker", run_id)
         final, reason = Status.FAILED, f"worker error: {type(exc).__name__}: {exc}"
     finally:
-        for deployment in deployments:
-            try:
-                provider_of(deployment, provider).teardown(deployment)
-            except Exception:
-                log.exception("tearing down the environment of run %s failed", run_id)
+        deployments_teardown(deployments, provider, what=f"run {run_id}")
         if deployments:
             run.refresh_from_db()
             Run.objects.filter(pk=run.pk).update(deployment={**run.deployment, "torn_down": True})
@@ -171,6 +167,16 @@ def provision_and_train(run: Run, provider, deployments: list) -> tuple[str, str
             f"the environment died: {'; '.join(dead)} (the trainer: {failure_reason(run, outcome, trainer)})"[:2000],
         )
     return Status.FAILED, failure_reason(run, outcome, trainer)
+
+
+def deployments_teardown(deployments: list, provider, *, what: str) -> None:
+    """Every environment a run or an evaluation started, torn down; a failure is logged, never raised (the others
+    still go)."""
+    for deployment in deployments:
+        try:
+            provider_of(deployment, provider).teardown(deployment)
+        except Exception:
+            log.exception("tearing down the environment of %s failed", what)
 
 
 def provider_of(deployment, provider):

@@ -1,25 +1,36 @@
-"""A run followed from a terminal: a progress bar of its steps with its status, until it ends."""
+"""A run (or an evaluation) followed from a terminal: a progress bar with its status, until it ends."""
 
 from __future__ import annotations
 
 import time
-from typing import TextIO
+from collections.abc import Callable
+from typing import TextIO, TypeVar
 
+from django.db import models
 from tqdm import tqdm
 
 from webapp.runs.models import FINAL_STATUSES, Run
 
+Record = TypeVar("Record", bound=models.Model)
 
-def run_follow(run: Run, *, file: TextIO, timeout: float = float("inf"), poll: float = 1.0) -> Run:
-    bar = tqdm(total=run.max_steps, desc=run.name, unit="step", file=file)
+
+def progress_follow(record: Record, *, total: int, done: Callable[[Record], int], finished: tuple[str, ...],
+                    unit: str, file: TextIO, timeout: float = float("inf"), poll: float = 1.0) -> Record:  # fmt: skip
+    """Refresh `record` every `poll` seconds, drawing `done(record)` of `total`, until its status is in `finished`."""
+    bar = tqdm(total=total, desc=getattr(record, "name", str(record)), unit=unit, file=file)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        run.refresh_from_db()
-        bar.n = run.step
-        bar.set_postfix_str(run.status)
+        record.refresh_from_db()
+        bar.n = done(record)
+        bar.set_postfix_str(record.status)
         bar.refresh()
-        if run.status in FINAL_STATUSES:
+        if record.status in finished:
             break
         time.sleep(poll)
     bar.close()
-    return run
+    return record
+
+
+def run_follow(run: Run, *, file: TextIO, timeout: float = float("inf"), poll: float = 1.0) -> Run:
+    return progress_follow(run, total=run.max_steps, done=lambda r: r.step, finished=tuple(FINAL_STATUSES),
+                           unit="step", file=file, timeout=timeout, poll=poll)  # fmt: skip

@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
-from tqdm import tqdm
 
 from webapp.accounts.models import Team
 from webapp.catalog.management.commands.env import environment_resolve
 from webapp.evals import services
 from webapp.evals.models import FINISHED, Evaluation
 from webapp.evals.selectors import evaluation_summary
+from webapp.runs.follow import progress_follow
 
 
 def version_resolve(text: str, team: str | None):
@@ -29,20 +28,10 @@ def version_resolve(text: str, team: str | None):
     return version
 
 
-def evaluation_follow(evaluation: Evaluation, *, timeout: float, poll: float = 1.0) -> Evaluation:
+def evaluation_follow(evaluation: Evaluation, *, timeout: float) -> Evaluation:
     """A progress bar of the evaluation's episodes with its status, until it ends."""
-    bar = tqdm(total=evaluation.episodes_total, desc=evaluation.name, unit="episode", file=sys.stderr)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        evaluation.refresh_from_db()
-        bar.n = evaluation.episodes_done
-        bar.set_postfix_str(evaluation.status)
-        bar.refresh()
-        if evaluation.status in FINISHED:
-            break
-        time.sleep(poll)
-    bar.close()
-    return evaluation
+    return progress_follow(evaluation, total=evaluation.episodes_total, done=lambda e: e.episodes_done,
+                           finished=tuple(FINISHED), unit="episode", file=sys.stderr, timeout=timeout)  # fmt: skip
 
 
 class Command(BaseCommand):
