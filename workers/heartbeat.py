@@ -64,6 +64,21 @@ def orphaned_runs(host: str) -> list:
     return found
 
 
+def orphaned_evaluations(host: str) -> list:
+    """Active evaluations recorded on this host whose executing worker process is gone."""
+    from webapp.evals.models import EvalStatus, Evaluation
+
+    working = [EvalStatus.PROVISIONING, EvalStatus.RUNNING, EvalStatus.CANCELLING]
+    active = Evaluation.objects.filter(status__in=working, worker_host__startswith=f"{host}:")
+    found = []
+    for evaluation in active:
+        pid = evaluation.worker_host.rsplit(":", 1)[1]
+        started = evaluation.started_at.timestamp() if evaluation.started_at else None
+        if pid.isdigit() and process_gone(int(pid), started_before=started):
+            found.append(evaluation)
+    return found
+
+
 def beat(*, name: str, queues: list[str], started_at, capabilities: dict | None = None) -> None:
     from django.utils import timezone
 
@@ -75,6 +90,10 @@ def beat(*, name: str, queues: list[str], started_at, capabilities: dict | None 
     for run in orphaned_runs(host):
         log.warning("run %s: its worker process %s is gone; failing it", run.pk, run.worker_host)
         run_reap(run, f"its worker process ({run.worker_host}) died")
+    from webapp.evals.services import evaluation_fail
+
+    for evaluation in orphaned_evaluations(host):  # its evaluator and servers died with the worker (PDEATHSIG)
+        evaluation_fail(evaluation.pk, f"its worker process ({evaluation.worker_host}) died")
     mine = {str(os.getpid())} | {str(child.pid) for child in psutil.Process().children(recursive=True)}
     current = [
         run_id

@@ -30,7 +30,7 @@ def reap_lost_runs() -> list[int]:
     from workers.reaper import reap_lost_runs as reap
 
     jobs_lost_fail(older_than_s=settings.TRAINYARD_JOB_LOST_AFTER)
-    evaluations_lost_fail(older_than_s=settings.TRAINYARD_HEARTBEAT_TIMEOUT)
+    evaluations_lost_fail(older_than_s=max(30, 2 * settings.TRAINYARD_WORKER_LOST_AFTER))
     return reap()
 
 

@@ -109,3 +109,32 @@ def test_a_killed_environment_server_fails_the_run_with_the_reason(acme, tiny_mo
     assert run.status == Status.FAILED
     assert "the environment died: replica 0: its server killed by signal SIGKILL" in run.failure_reason
     assert leftovers(run) == [], f"still running after {took:.0f} s"
+
+
+def test_a_killed_worker_fails_its_evaluation_and_takes_the_evaluator_and_servers_with_it(
+    acme, tiny_model, live_worker, victim_worker
+):
+    from tests.webapp.runs.conftest import register_builtin
+    from webapp.evals.models import EvalEpisode, EvalStatus
+    from webapp.evals.services import evaluation_create
+    from workers.tasks import execute_evaluation
+
+    proc, queue = victim_worker
+    version = register_builtin(acme, "guess-number")
+    evaluation = evaluation_create(team=acme, user=None, model_name="tiny-local", versions=[version], episodes=2000,
+                                   max_turns=4, max_tokens=256, start=False)  # fmt: skip
+    execute_evaluation.apply_async(args=[evaluation.pk], queue=queue)
+    wait_for(lambda: EvalEpisode.objects.filter(evaluation=evaluation).exists(), timeout=600, what="a first episode")
+    evaluation.refresh_from_db()
+    pids = [evaluation.evaluator_pid, *[p for r in evaluation.deployment.values() for p in r.get("handles", [])]]
+    assert all(process_alive(p) for p in pids)
+    os.killpg(proc.pid, signal.SIGKILL)  # the evaluator is not signalled: it dies with its worker
+    started = time.monotonic()
+    wait_for(lambda: evaluation.refresh_from_db() or evaluation.status == EvalStatus.FAILED, timeout=DEADLINE,
+             what="the evaluation to fail")  # fmt: skip
+    assert "worker process" in evaluation.failure_reason, evaluation.failure_reason
+    assert evaluation.episodes_done > 0, "what it recorded stays"
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(process_alive(p) for p in pids):
+        time.sleep(0.2)
+    assert not [p for p in pids if process_alive(p)], f"left after {time.monotonic() - started:.0f} s"
