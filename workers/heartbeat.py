@@ -48,20 +48,23 @@ def process_gone(pid: int, *, started_before: float | None = None) -> bool:
         return True
 
 
+def gone_workers(records, started_field: str) -> list:
+    """The records (runs, evaluations) whose executing worker process, named in `worker_host`, is gone."""
+    found = []
+    for record in records:
+        pid = record.worker_host.rsplit(":", 1)[1]
+        started = getattr(record, started_field)
+        if pid.isdigit() and process_gone(int(pid), started_before=started.timestamp() if started else None):
+            found.append(record)
+    return found
+
+
 def orphaned_runs(host: str) -> list:
     """Active runs recorded on this host whose executing worker process is gone."""
     from webapp.runs.models import Run, Status
 
-    active = Run.objects.filter(
-        status__in=[Status.PROVISIONING, Status.RUNNING, Status.CANCELLING], worker_host__startswith=f"{host}:"
-    )
-    found = []
-    for run in active:
-        pid = run.worker_host.rsplit(":", 1)[1]
-        started = run.provisioning_at.timestamp() if run.provisioning_at else None
-        if pid.isdigit() and process_gone(int(pid), started_before=started):
-            found.append(run)
-    return found
+    working = [Status.PROVISIONING, Status.RUNNING, Status.CANCELLING]
+    return gone_workers(Run.objects.filter(status__in=working, worker_host__startswith=f"{host}:"), "provisioning_at")
 
 
 def orphaned_evaluations(host: str) -> list:
@@ -69,14 +72,7 @@ def orphaned_evaluations(host: str) -> list:
     from webapp.evals.models import EvalStatus, Evaluation
 
     working = [EvalStatus.PROVISIONING, EvalStatus.RUNNING, EvalStatus.CANCELLING]
-    active = Evaluation.objects.filter(status__in=working, worker_host__startswith=f"{host}:")
-    found = []
-    for evaluation in active:
-        pid = evaluation.worker_host.rsplit(":", 1)[1]
-        started = evaluation.started_at.timestamp() if evaluation.started_at else None
-        if pid.isdigit() and process_gone(int(pid), started_before=started):
-            found.append(evaluation)
-    return found
+    return gone_workers(Evaluation.objects.filter(status__in=working, worker_host__startswith=f"{host}:"), "started_at")
 
 
 def beat(*, name: str, queues: list[str], started_at, capabilities: dict | None = None) -> None:

@@ -36,6 +36,12 @@ def version_get(*, user, environment_pk: int, pk: int) -> EnvironmentVersion:
     )
 
 
+def version_list(*, user) -> QuerySet[EnvironmentVersion]:
+    """Every version the user may run or evaluate: of their teams' environments and shared ones."""
+    return (EnvironmentVersion.objects.filter(environment__in=environment_list(user=user))
+            .select_related("environment").order_by("environment__name", "-created_at"))  # fmt: skip
+
+
 def tag_list(*, user) -> list[str]:
     tags: set[str] = set()
     for row in environment_list(user=user).values_list("tags", flat=True):

@@ -11,8 +11,7 @@ from django.views.decorators.http import require_POST
 
 from webapp.accounts.models import Role
 from webapp.accounts.selectors import membership_get, membership_require
-from webapp.catalog.models import EnvironmentVersion
-from webapp.catalog.selectors import environment_list
+from webapp.catalog.selectors import version_list
 from webapp.core.query_params import text_param
 from webapp.evals import selectors, services
 from webapp.evals.forms import EvaluationCreateForm
@@ -29,8 +28,7 @@ def _evaluation_or_404(request: HttpRequest, pk: int) -> Evaluation:
 
 
 def _versions_for(request: HttpRequest):
-    return (EnvironmentVersion.objects.filter(environment__in=environment_list(user=request.user))
-            .select_related("environment").order_by("environment__name", "-created_at"))  # fmt: skip
+    return version_list(user=request.user)
 
 
 @login_required

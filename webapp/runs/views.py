@@ -17,7 +17,7 @@ from django.views.decorators.http import require_POST
 from webapp.accounts.models import Role
 from webapp.accounts.selectors import membership_get, membership_require
 from webapp.catalog.models import EnvironmentVersion
-from webapp.catalog.selectors import environment_list
+from webapp.catalog.selectors import version_list
 from webapp.core.query_params import LARGEST_ID, LARGEST_STEP, float_param, id_list_param, int_param, text_param
 from webapp.evals.selectors import baseline_to_final, run_evaluations
 from webapp.jobs.models import Job
@@ -74,11 +74,7 @@ def run_list_view(request: HttpRequest) -> HttpResponse:
 
 
 def _versions_for(request: HttpRequest):
-    return (
-        EnvironmentVersion.objects.filter(environment__in=environment_list(user=request.user))
-        .select_related("environment")
-        .order_by("environment__name", "-created_at")
-    )
+    return version_list(user=request.user)
 
 
 def _initial_from_job(request: HttpRequest) -> dict | None:
