@@ -212,7 +212,7 @@ def test_an_unreachable_docker_engine_is_a_field_error(client_for, alice, monkey
 
 
 EVAL_FIELDS = ["model_name", "episodes", "seed_start", "seeds", "k", "temperature", "top_p", "max_turns",
-               "max_tokens", "name", "versions"]  # fmt: skip
+               "max_tokens", "name", "versions", "prompts"]  # fmt: skip
 
 
 @PROPERTY

@@ -94,6 +94,9 @@ def evaluation_create(
             {"model_name": "name a model: tiny-local, a warm start, a Hub id, a path or run:ID/final"}
         )
     text_bounds_check(model_name=(model_name, 300), name=(name, 100))
+    for field, text in (("model_name", model_name), ("name", name), ("prompts", "".join(map(str, prompts or [])))):
+        if "\x00" in text:  # PostgreSQL stores no NUL character
+            raise ValidationError({field: f"{field} contains a NUL character."})
     if not versions:
         raise ValidationError({"env_version": "choose at least one environment version to evaluate on"})
     if len({v.pk for v in versions}) != len(versions):

@@ -43,3 +43,17 @@ def test_a_prompts_seed_column_counts_as_training(acme, alice):
     with pytest.raises(ValidationError):
         run_create(team=acme, user=alice, env_version=version, start=False,
                    prompts=[{"prompt": "p", "seed": 900000005}], config={"eval_steps": 5})  # fmt: skip
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("field", ["model_name", "name", "prompts"])
+def test_a_nul_character_is_a_field_error_not_a_database_error(acme, alice, field):
+    from webapp.evals.models import Evaluation
+    from webapp.evals.services import evaluation_create
+
+    version = register_builtin(acme, "guess-number")
+    values = {"model_name": "tiny-local", "name": "", "prompts": ["find it"]}
+    values[field] = ["find\x00it"] if field == "prompts" else "bad\x00name"
+    with pytest.raises(ValidationError) as caught:
+        evaluation_create(team=acme, user=alice, versions=[version], start=False, **values)
+    assert field in caught.value.message_dict and not Evaluation.objects.exists()
