@@ -19,6 +19,7 @@ from webapp.accounts.models import Team
 from webapp.catalog import services
 from webapp.catalog.models import Environment, EnvironmentVersion, SourceKind, Visibility
 from webapp.catalog.version_settings import assignments_parse, names_parse
+from webapp.core.cli_errors import validation_text
 
 
 def _version_dict(v: EnvironmentVersion) -> dict:
@@ -129,7 +130,7 @@ class Command(BaseCommand):
                 "requirements": options["requirement"],
             }
         except ValidationError as exc:
-            raise CommandError(_messages(exc)) from exc
+            raise CommandError(validation_text(exc)) from exc
         settings = {k: v for k, v in settings.items() if v}
         if kind == "folder":
             from pathlib import Path
@@ -162,7 +163,7 @@ class Command(BaseCommand):
                 label = options.get("label") or f"{existing.versions.count() + 1}.0.0"
                 version = services.version_add(environment=existing, label=label, **common)
         except ValidationError as exc:
-            raise CommandError(_messages(exc)) from exc
+            raise CommandError(validation_text(exc)) from exc
         finally:
             bar.n = bar.total
             bar.close()
@@ -217,7 +218,7 @@ class Command(BaseCommand):
         except json.JSONDecodeError as exc:
             raise CommandError(f"not JSON: {exc}") from exc
         except ValidationError as exc:
-            raise CommandError(_messages(exc)) from exc
+            raise CommandError(validation_text(exc)) from exc
         action = call.get("action") or call
         try:
             drive = services.version_testdrive(
@@ -244,12 +245,6 @@ def example_action(tools: list[dict]) -> dict:
         return {}
     spec = ToolSpec.from_dict(tools[0])
     return spec.action(example_arguments(spec))
-
-
-def _messages(exc: ValidationError) -> str:
-    if hasattr(exc, "error_dict"):
-        return "; ".join(f"{field}: {' '.join(errors)}" for field, errors in exc.message_dict.items())
-    return "; ".join(exc.messages)
 
 
 def _slug(name: str) -> str:

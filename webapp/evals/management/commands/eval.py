@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from webapp.accounts.models import Team
 from webapp.catalog.management.commands.env import environment_resolve
+from webapp.core.cli_errors import validation_text
 from webapp.evals import services
 from webapp.evals.models import FINISHED, Evaluation
 from webapp.evals.selectors import evaluation_summary
@@ -92,7 +93,7 @@ class Command(BaseCommand):
                 name=options["name"],
             )  # fmt: skip
         except ValidationError as exc:
-            raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from exc
+            raise CommandError(validation_text(exc)) from exc
         if options["wait"]:
             evaluation = evaluation_follow(evaluation, timeout=options["timeout"])
         self.emit(evaluation, as_json=options["json"])

@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from webapp.accounts.models import Team
 from webapp.catalog.management.commands.env import environment_resolve
+from webapp.core.cli_errors import validation_text
 from webapp.runs import services
 from webapp.runs.follow import run_follow
 from webapp.runs.grpo import GENERATION_BACKENDS
@@ -138,7 +139,7 @@ class Command(BaseCommand):
                 trust_override_reason=options["trust_override_reason"],
             )  # fmt: skip
         except ValidationError as exc:
-            raise CommandError("; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())) from exc
+            raise CommandError(validation_text(exc)) from exc
         if options["wait"]:
             run = run_follow(run, file=sys.stderr, timeout=options["timeout"])
         summary = run_summary(run)
