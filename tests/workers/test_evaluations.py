@@ -36,17 +36,22 @@ def outcomes(evaluation: Evaluation) -> list[tuple]:
 def test_a_greedy_eval_is_reproducible_and_its_aggregates_are_its_episodes(acme, alice, tiny_model, live_worker):
     version = register_builtin(acme, "guess-number")
     first = evaluation_create(team=acme, user=alice, model_name="tiny-local", versions=[version], seeds="500-511",
-                              greedy=True, max_turns=4, max_tokens=256)  # fmt: skip
+                              k=2, greedy=True, max_turns=4, max_tokens=256)  # fmt: skip
     first = wait_evaluated(first)
     assert first.status == EvalStatus.SUCCEEDED, first.failure_reason
     second = wait_evaluated(evaluation_create(team=acme, user=alice, model_name="tiny-local", versions=[version],
-                                              seeds="500-511", greedy=True, max_turns=4, max_tokens=256))  # fmt: skip
+                                              seeds="500-511", k=2, greedy=True, max_turns=4,
+                                              max_tokens=256))  # fmt: skip
     assert second.status == EvalStatus.SUCCEEDED, second.failure_reason
-    assert [row[0] for row in outcomes(first)] == list(range(500, 512)), "one greedy sample per seed"
+    assert [row[0] for row in outcomes(first)] == [s for s in range(500, 512) for _ in (0, 1)], "two samples a seed"
+    turns = {}
+    for episode in first.episodes.all():
+        turns.setdefault(episode.seed, []).append(episode.turns)
+    assert all(a == b for a, b in turns.values()), "greedy: both samples of a seed are the same argmax episode"
     assert outcomes(first) == outcomes(second), "greedy decoding on fixed seeds gives the same episodes"
     assert first.settings_key == second.settings_key
     assert all(e.turns and e.turns[0]["role"] == "assistant" for e in first.episodes.all()), "kept in full"
-    assert first.episodes_done == first.episodes_total == 12
+    assert first.episodes_done == first.episodes_total == 24
     result = first.results["guess-number"]
     rewards = [row[2] for row in outcomes(first)]
     assert result["mean_reward"]["value"] == pytest.approx(sum(rewards) / len(rewards))
