@@ -67,7 +67,8 @@ def id_list_param(values: list[str], name: str, *, most: int) -> list[int]:
     for part in ",".join(values).replace(" ", "").split(","):
         if not part:
             continue
-        if not part.isdigit() or not 0 < int(part) <= LARGEST_ID:
+        # isdigit() alone takes "²" and "١٢", which int() refuses or reads: ids are ASCII digits.
+        if not (part.isascii() and part.isdigit()) or not 0 < int(part) <= LARGEST_ID:
             raise BadQuery(name, f"{part[:40]!r} is not an id")
         if int(part) not in ids:
             ids.append(int(part))

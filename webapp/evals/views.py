@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 from webapp.accounts.models import Role
 from webapp.accounts.selectors import membership_get, membership_require
 from webapp.catalog.selectors import version_list
-from webapp.core.query_params import text_param
+from webapp.core.query_params import id_list_param, text_param
 from webapp.evals import selectors, services
 from webapp.evals.forms import EvaluationCreateForm
 from webapp.evals.models import EvalEpisode, Evaluation
@@ -110,11 +110,7 @@ def evaluation_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 def evaluation_compare_view(request: HttpRequest) -> HttpResponse:
-    ids = []
-    for part in text_param(request.GET, "ids", most=200).split(","):
-        if part.strip().isdigit() and len(part.strip()) < 12:
-            ids.append(int(part))
-    ids = list(dict.fromkeys(ids))[:COMPARE_MOST]
+    ids = id_list_param(request.GET.getlist("ids"), "ids", most=COMPARE_MOST)
     found = {e.pk: e for e in selectors.evaluation_list(user=request.user).filter(pk__in=ids)}
     evaluations = [found[i] for i in ids if i in found]
     if len(evaluations) < 2:
