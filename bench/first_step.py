@@ -39,7 +39,7 @@ def import_trl_seconds() -> float:
 
 
 def start_worker() -> subprocess.Popen:
-    from workers.celery_app import app
+    from webapp.celery_app import app
 
     log = (DATA / "worker.log").open("wb")
     name = f"bench-first-step-{os.getpid()}@localhost"
@@ -119,7 +119,7 @@ def main() -> None:
     from webapp.accounts.models import Team
     from webapp.catalog.services import builtins_register
     from webapp.core.embedded_redis import ensure_running, stop
-    from workers.tiny_model import ensure_tiny_model, tiny_model_dir
+    from workers.models.tiny import ensure_tiny_model, tiny_model_dir
 
     ensure_running(Path(settings.EMBEDDED_REDIS_SOCKET))
     call_command("migrate", verbosity=0)

@@ -102,6 +102,8 @@ def main() -> None:
 
     from datasets import Dataset
     from transformers import AutoTokenizer
+    from workers.grpo_config import grpo_config, lora_config
+    from workers.trainer import build_dataset_rows, recording
 
     from envs.adapter import tool_env_class
     from webapp.accounts.models import Team
@@ -110,10 +112,8 @@ def main() -> None:
     from webapp.runs.grpo import GRPOSettings
     from webapp.runs.models import Run
     from webapp.runs.services import run_create
-    from workers.concurrent_tools import concurrent_tools_trainer
-    from workers.grpo_config import grpo_config, lora_config
-    from workers.tiny_model import ensure_tiny_model
-    from workers.trainer import build_dataset_rows, recording
+    from workers.models.tiny import ensure_tiny_model
+    from workers.training.concurrent_tools import concurrent_tools_trainer
 
     tiny = ensure_tiny_model(Path(os.environ.get("TRAINYARD_MODEL_CACHE", ROOT / "var")),
                              progress=lambda m, f: print(f"… {m}", file=sys.stderr))  # fmt: skip

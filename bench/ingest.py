@@ -28,7 +28,7 @@ def main() -> None:
         from envs.adapter import EpisodeLog, ToolEvent
         from webapp.live.publish import flush
         from webapp.runs.models import MetricPoint
-        from workers.recording import EpisodeRecorder, MetricRecorder
+        from workers.training.recording import EpisodeRecorder, MetricRecorder
 
         run = make_run()
         names = [f"group{i % 5}/metric{i}" for i in range(METRICS)]

@@ -89,6 +89,8 @@ def main() -> None:
     from datasets import Dataset
     from transformers import AutoTokenizer
     from trl import GRPOTrainer
+    from workers.grpo_config import grpo_config
+    from workers.trainer import build_dataset_rows, recording
 
     from envs.adapter import tool_env_class
     from envs.tools import ToolSpec
@@ -97,10 +99,8 @@ def main() -> None:
     from webapp.catalog.services import builtins_register
     from webapp.runs.models import Run
     from webapp.runs.services import run_create
-    from workers.concurrent_tools import concurrent_tools_trainer
-    from workers.grpo_config import grpo_config
-    from workers.tiny_model import ensure_tiny_model
-    from workers.trainer import build_dataset_rows, recording
+    from workers.models.tiny import ensure_tiny_model
+    from workers.training.concurrent_tools import concurrent_tools_trainer
 
     model = str(ensure_tiny_model(Path(os.environ.get("TRAINYARD_MODEL_CACHE", ROOT / "var")),
                                   progress=lambda m, f: print(f"… {m}", file=sys.stderr)))  # fmt: skip

@@ -23,7 +23,7 @@ from envs.adapter import tool_env_class  # noqa: E402
 from envs.providers import EnvSource  # noqa: E402
 from envs.providers.process import ProcessProvider  # noqa: E402
 from envs.tools import tools_from_action_schema  # noqa: E402
-from workers.concurrent_tools import TurnDispatcher  # noqa: E402
+from workers.training.concurrent_tools import TurnDispatcher  # noqa: E402
 
 SLOW_ENV = ROOT / "tests" / "fixtures" / "envs" / "slow_step"
 

@@ -11,9 +11,9 @@ import json
 import random
 from dataclasses import dataclass
 
+from envs.actions import random_action
 from envs.session import EnvError, EnvSession, SessionBroken
 from envs.tools import ToolSpec
-from envs.trust.actions import random_action
 
 
 @dataclass(frozen=True)

@@ -114,7 +114,7 @@ def subprocess_env(**extra: str) -> dict[str, str]:
 @pytest.fixture(scope="session")
 def live_worker(django_db_setup, django_db_blocker):
     """A real `celery worker` process on the test database and the test Redis."""
-    from workers.celery_app import app
+    from webapp.celery_app import app
 
     with django_db_blocker.unblock():
         env = subprocess_env()
@@ -148,11 +148,9 @@ def live_worker(django_db_setup, django_db_blocker):
 @pytest.fixture(scope="session")
 def tiny_model(django_db_setup):
     """The real tiny model (built once per data folder: a few CPU minutes the first time)."""
-    from django.conf import settings
+    from workers.models.tiny import ensure_tiny_model
 
-    from workers.tiny_model import ensure_tiny_model
-
-    return ensure_tiny_model(Path(settings.DATA_DIR))
+    return ensure_tiny_model()
 
 
 def require_docker() -> None:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from webapp.live.consumers import RunConsumer, RunsListConsumer
+from webapp.runs.consumers import RunConsumer, RunsListConsumer
 
 websocket_urlpatterns = [
     path("ws/runs/<id:run_id>/", RunConsumer.as_asgi()),

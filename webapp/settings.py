@@ -62,6 +62,9 @@ def env_choice(name: str, default: str, choices: set[str]) -> str:
 
 DATA_DIR = Path(env_str("TRAINYARD_DATA_DIR", str(BASE_DIR / "var"))).resolve()
 DATA_DIR.mkdir(parents=True, exist_ok=True)
+# What can be built again and is named by its content (the tiny model, warm starts, environment sources and virtual
+# environments): several data folders may share one (webapp/artifacts/layout.py).
+CACHE_DIR = Path(env_str("TRAINYARD_CACHE_DIR", "") or str(DATA_DIR / "cache")).expanduser().resolve()
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
 
@@ -97,11 +100,15 @@ INSTALLED_APPS = [
     "webapp.accounts",
     "webapp.core",
     "webapp.catalog",
+    "webapp.artifacts",
     "webapp.runs",
     "webapp.live",
     "webapp.fleet",
     "webapp.jobs",
     "webapp.evals",
+    "webapp.demo",
+    # manage.py commands that do a worker's work in the calling process (bootstrap, model): the web never imports them
+    "workers.cli",
 ]
 
 MIDDLEWARE = [

@@ -6,14 +6,14 @@ from django.urls import include, path
 
 from webapp.accounts import views as account_views
 from webapp.core import views as core_views
-from webapp.runs import views as run_views
+from webapp.fleet import views as fleet_views
 
 handler400 = "webapp.core.views.bad_request"
 handler403 = "webapp.accounts.views.permission_denied"
 
 urlpatterns = [
     path("", core_views.home, name="home"),
-    path("healthz", core_views.healthz, name="healthz"),
+    path("healthz", fleet_views.healthz, name="healthz"),
     path("login/", auth_views.LoginView.as_view(template_name="accounts/login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("teams/switch/", account_views.team_switch, name="team-switch"),
@@ -32,6 +32,6 @@ urlpatterns = [
     path("runs/", include("webapp.runs.urls")),
     path("jobs/", include("webapp.jobs.urls")),
     path("evals/", include("webapp.evals.urls")),
-    path("workers/", run_views.workers_view, name="workers"),
+    path("workers/", fleet_views.workers_view, name="workers"),
     path("admin/", admin.site.urls),
 ]

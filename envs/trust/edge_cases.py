@@ -14,8 +14,8 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
+from envs.actions import random_arguments
 from envs.tools import ToolSpec
-from envs.trust.actions import random_arguments
 
 RUN_LENGTHS = (1, 2, 3, 4, 5, 8)
 WHITESPACE = [" ", "   ", "\t", "\n", " a ", "a b"]

@@ -13,9 +13,9 @@ import random
 import time
 from typing import Any
 
+from envs.actions import random_action
 from envs.session import AsyncEnvSession, EnvError, SessionBroken
 from envs.tools import ToolSpec
-from envs.trust.actions import random_action
 
 LEVELS = (1, 8, 32)
 

@@ -17,11 +17,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from envs.actions import adversarial_pairs, malformed_actions, random_action
 from envs.mcp_tools import mcp_result
 from envs.measure import measure_capacity, measure_seeding
 from envs.session import EnvError, EnvSession, SessionBroken, SessionTimedOut
 from envs.tools import ToolSpec
-from envs.trust.actions import adversarial_pairs, malformed_actions, random_action
 from envs.trust.edge_cases import EdgeInput, edge_inputs
 from envs.trust.evidence import ADVICE, first_difference, leaf_values, numbers_in
 

@@ -40,7 +40,7 @@ def test_the_runs_list_follows_a_run_live(queued_run, daphne_server, browser):
     from webapp.live.publish import flush
     from webapp.runs.models import Status
     from webapp.runs.services import run_transition
-    from workers.recording import MetricRecorder
+    from workers.training.recording import MetricRecorder
 
     run = queued_run
     page = browser.new_page()

@@ -11,7 +11,7 @@ import pytest
 from envs.adapter import tool_env_class
 from envs.tools import tools_from_action_schema
 from tests.envs.conftest import fixture_source
-from workers.concurrent_tools import TRL_VERSION, TurnDispatcher
+from workers.training.concurrent_tools import TRL_VERSION, TurnDispatcher
 
 # The source of the TRL loop the dispatcher was written against. If TRL changes it, this fails loudly: re-read
 # GRPOTrainer._tool_call_loop, check the dispatcher's assumptions, then update the hash and the pin.

@@ -14,12 +14,13 @@ from django.urls import reverse
 
 from envs.tools import example_arguments
 from tests.workers.conftest import wait_final
+from webapp.artifacts.model_names import warmstart_name
 from webapp.catalog.models import TrustReport
 from webapp.catalog.services import environment_create, version_testdrive, version_tool
 from webapp.catalog.trust import trust_check_run
 from webapp.runs.models import Episode, MetricPoint, Status
 from webapp.runs.services import run_create
-from workers.warmstart import warmstart_name, warmstart_version
+from workers.models.warmstart import warmstart_version
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

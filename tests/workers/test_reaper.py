@@ -12,7 +12,8 @@ from tests.webapp.runs.conftest import register_builtin
 from tests.workers.conftest import process_alive
 from webapp.runs.models import Status
 from webapp.runs.services import run_create, run_transition
-from workers.reaper import reap_lost_runs
+from workers.worker.host_identity import host_identity
+from workers.worker.reaper import reap_lost_runs
 
 
 @pytest.mark.django_db(transaction=True)
@@ -21,7 +22,7 @@ def test_a_run_whose_worker_died_is_failed_and_its_processes_killed(acme):
     run = run_create(team=acme, user=None, env_version=version, start=False)
     orphan = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
     try:
-        run_transition(run, Status.PROVISIONING)
+        run_transition(run, Status.PROVISIONING, worker_host=f"{host_identity()}:{os.getpid()}")
         run_transition(run, Status.RUNNING, trainer_pid=orphan.pid,
                        heartbeat_at=timezone.now() - timedelta(minutes=10))  # fmt: skip
         fresh = run_create(team=acme, user=None, env_version=version, start=False)
@@ -35,6 +36,25 @@ def test_a_run_whose_worker_died_is_failed_and_its_processes_killed(acme):
         assert not process_alive(orphan.pid)
     finally:
         orphan.kill()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_reaper_never_kills_a_pid_of_another_host(acme):
+    """A pid names a process only on its own host: a run lost on another machine is failed, and nothing here with
+    that pid is touched."""
+    version = register_builtin(acme, "guess-number")
+    run = run_create(team=acme, user=None, env_version=version, start=False)
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
+    try:
+        run_transition(run, Status.PROVISIONING, worker_host=f"another-host#4026531836:{bystander.pid}")
+        run_transition(run, Status.RUNNING, trainer_pid=bystander.pid,
+                       heartbeat_at=timezone.now() - timedelta(minutes=10))  # fmt: skip
+        assert reap_lost_runs(stale_after=120) == [run.pk]
+        run.refresh_from_db()
+        assert run.status == Status.FAILED and run.failure_reason.startswith("worker lost")
+        assert process_alive(bystander.pid)
+    finally:
+        bystander.kill()
 
 
 def dead_pid() -> int:
@@ -59,8 +79,7 @@ def test_a_run_whose_trainer_recorded_success_is_not_failed_by_the_reaper(acme):
 @pytest.mark.django_db(transaction=True)
 def test_a_starting_worker_fails_at_once_the_runs_whose_worker_process_is_gone(acme):
     from webapp.fleet.models import Worker
-    from workers.heartbeat import beat
-    from workers.host_identity import host_identity
+    from workers.worker.heartbeat import beat
 
     version = register_builtin(acme, "guess-number")
     orphan = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
@@ -114,8 +133,6 @@ def test_runs_of_a_host_whose_workers_stopped_beating_are_reaped(acme, settings)
 def test_a_worker_in_another_pid_namespace_of_the_same_host_judges_no_pid():
     """Containers on the host network share its hostname, not its pids: their identities differ."""
     import socket
-
-    from workers.host_identity import host_identity
 
     assert host_identity().startswith(socket.gethostname())
     assert host_identity() != socket.gethostname()  # Linux: the pid namespace is part of it

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from envs.adapter import EpisodeLog, ToolEvent
-from workers.recording import episode_turns, group_advantages, numeric_metrics
+from workers.training.recording import episode_turns, group_advantages, numeric_metrics
 
 
 def test_advantages_are_centred_per_group():
@@ -37,7 +37,7 @@ def test_tool_results_are_matched_with_the_environments_events():
 
 
 def test_the_sample_policy_keeps_best_worst_errored_and_a_sample():
-    from workers.recording import transcripts_to_keep
+    from workers.training.recording import transcripts_to_keep
 
     rewards = [0.1, 0.9, 0.5, 0.0, 0.5, 0.5, 0.5, 0.5]
     errored = [False] * 7 + [True]

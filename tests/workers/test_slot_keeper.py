@@ -12,7 +12,7 @@ from envs.providers.process import ProcessProvider
 from envs.session import EnvError, EnvSession, SessionBroken, SessionTimedOut
 from envs.tools import tools_from_action_schema
 from tests.envs.conftest import fixture_source
-from workers.slot_keeper import SlotKeeper
+from workers.worker.slot_keeper import SlotKeeper
 
 HANG = {"position": 1, "note": "zzz"}
 

@@ -26,7 +26,7 @@ DEADLINE = 30.0
 @pytest.fixture
 def victim_worker(django_db_blocker, settings):
     """A second worker that takes runs from its own queue, in its own process group, so that a test can kill it."""
-    from workers.celery_app import app
+    from webapp.celery_app import app
 
     queue = f"victim-{os.getpid()}"
     name = f"victim-{os.getpid()}@localhost"
@@ -50,12 +50,12 @@ def victim_worker(django_db_blocker, settings):
 
 def start_on(queue: str, team, max_steps: int = 200):
     from tests.webapp.runs.conftest import register_builtin
+    from webapp.celery_app import app
     from webapp.runs.services import run_create
-    from workers.tasks import execute_run
 
     version = register_builtin(team, "guess-number")
     run = run_create(team=team, user=None, env_version=version, config={**SMALL, "max_steps": max_steps}, start=False)
-    execute_run.apply_async(args=[run.pk], queue=queue)
+    app.send_task("workers.execute_run", args=[run.pk], queue=queue)
     wait_for(lambda: Episode.objects.filter(run=run).exists(), timeout=600, what="the first episodes")
     run.refresh_from_db()
     return run
@@ -115,15 +115,15 @@ def test_a_killed_worker_fails_its_evaluation_and_takes_the_evaluator_and_server
     acme, tiny_model, live_worker, victim_worker
 ):
     from tests.webapp.runs.conftest import register_builtin
+    from webapp.celery_app import app
     from webapp.evals.models import EvalEpisode, EvalStatus
     from webapp.evals.services import evaluation_create
-    from workers.tasks import execute_evaluation
 
     proc, queue = victim_worker
     version = register_builtin(acme, "guess-number")
     evaluation = evaluation_create(team=acme, user=None, model_name="tiny-local", versions=[version], episodes=2000,
                                    max_turns=4, max_tokens=256, start=False)  # fmt: skip
-    execute_evaluation.apply_async(args=[evaluation.pk], queue=queue)
+    app.send_task("workers.execute_evaluation", args=[evaluation.pk], queue=queue)
     wait_for(lambda: EvalEpisode.objects.filter(evaluation=evaluation).exists(), timeout=600, what="a first episode")
     evaluation.refresh_from_db()
     pids = [evaluation.evaluator_pid, *[p for r in evaluation.deployment.values() for p in r.get("handles", [])]]

@@ -20,11 +20,11 @@ from django.urls import reverse
 from tests.webapp.runs.conftest import register_builtin
 from tests.workers.conftest import wait_final, wait_for
 from tests.workers.test_training_runs import SMALL, start_run
+from webapp.artifacts.layout import run_checkpoints_dir, run_trainer_config_file
+from webapp.artifacts.saved_models import saved_models
 from webapp.fleet.models import Worker
 from webapp.runs.models import Episode, MetricPoint, Status
-from webapp.runs.saved_models import saved_models
-from webapp.runs.services import run_artifact_dir, run_create, run_resume
-from workers.checkpoints import checkpoint_dir
+from webapp.runs.services import run_create, run_resume
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -41,13 +41,13 @@ def test_a_lora_run_with_papers_settings_saves_its_adapter_resumes_and_is_traine
     assert run.status == Status.SUCCEEDED, run.failure_reason
 
     # What TRL really trained with: every curated and advanced setting reached GRPOConfig.
-    trained = json.loads((run_artifact_dir(run) / "trainer_config.json").read_text())
+    trained = json.loads(run_trainer_config_file(run.pk).read_text())
     assert trained["loss_type"] == "dr_grpo" and trained["scale_rewards"] == "none"
     assert trained["epsilon_high"] == 0.28 and trained["top_p"] == 0.95
     assert trained["weight_decay"] == 0.01 and trained["lr_scheduler_type"] == "constant"
 
     # A LoRA checkpoint is the adapter, not the whole model.
-    second = checkpoint_dir(run_artifact_dir(run)) / "checkpoint-2"
+    second = run_checkpoints_dir(run.pk) / "checkpoint-2"
     assert (second / "adapter_model.safetensors").exists() and (second / "adapter_config.json").exists()
     assert not (second / "model.safetensors").exists()
     adapter = json.loads((second / "adapter_config.json").read_text())
@@ -114,7 +114,7 @@ def test_generation_the_fleet_cannot_do_is_refused_before_anything_is_queued(acm
 def test_a_run_generating_with_transformers_continuous_batching(acme, tiny_model, live_worker):
     run = wait_final(start_run(acme, max_steps=2, generation_backend="continuous_batching"), timeout=900)
     assert run.status == Status.SUCCEEDED, run.failure_reason
-    trained = json.loads((run_artifact_dir(run) / "trainer_config.json").read_text())
+    trained = json.loads(run_trainer_config_file(run.pk).read_text())
     assert trained["use_transformers_continuous_batching"] is True and trained["use_vllm"] is False
     assert Episode.objects.filter(run=run, num_tool_calls__gt=0).exists()
 

@@ -12,7 +12,8 @@ import pytest
 
 from tests.webapp.runs.conftest import register_builtin
 from tests.workers.conftest import process_alive, wait_final, wait_for
-from webapp.runs.models import Episode, MetricPoint, RunEvent, Status
+from webapp.live.models import RunEvent
+from webapp.runs.models import Episode, MetricPoint, Status
 from webapp.runs.services import run_create, run_request_cancel
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

@@ -74,6 +74,16 @@ def version_requirements(version) -> list[str]:
     return list(dict.fromkeys([*declared, *(version.settings.get("requirements") or [])]))
 
 
+def provider_for_version(version, wanted: str | None) -> str:
+    """Where a version's servers start: a URL is only reachable as a URL and an image only runs in Docker; folders run
+    where the user asks (or TRAINYARD_ENV_PROVIDER)."""
+    if version.source_kind == "url":
+        return "url"
+    if version.source_kind == "image":
+        return "docker"
+    return wanted or settings.TRAINYARD_ENV_PROVIDER
+
+
 def default_provider_kind(source_kind: str) -> str:
     if source_kind == "url":
         return "url"

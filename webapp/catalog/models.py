@@ -165,6 +165,7 @@ class TrustReport(models.Model):
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    task_id = models.CharField(max_length=100, blank=True, help_text="Its message's id once the broker took it")
 
     class Meta:
         ordering = ["-created_at"]

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
-from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
 from envs.providers import ProvisionError
@@ -18,8 +15,7 @@ from envs.trust.openenv_validator import openenv_validation
 from envs.trust.probes import ProbeContext, run_probes
 from webapp.catalog.deployments import default_provider_kind, provider_get, version_source
 from webapp.catalog.models import EnvironmentVersion, TrustReport
-
-log = logging.getLogger(__name__)
+from webapp.core.work_queue import WorkKind, work_queue
 
 # The capacity probe opens one session more than the declared maximum; probing a larger one is not worth it.
 PROBE_CAPACITY_LIMIT = 64
@@ -58,30 +54,20 @@ def trust_check_under_way(version: EnvironmentVersion) -> bool:
     return report is not None and report.state not in FINISHED
 
 
-def trust_check_enqueue(report: TrustReport) -> bool:
-    """Hand the check to a worker; with the broker down the report stays pending and beat queues it later."""
-    from workers.tasks import run_trust_check
-
-    try:
-        run_trust_check.apply_async(args=[report.pk], queue="default", retry=False)
-    except Exception:
-        log.warning("could not queue trust report %s now (%s); it stays pending", report.pk, "broker unreachable")
-        return False
-    return True
-
-
 def trust_check_request(*, version: EnvironmentVersion) -> TrustReport:
-    """Record a pending report and queue the check once the transaction commits."""
+    """Record a pending report and queue the check once the transaction commits (a broker that is down loses
+    nothing: the report stays pending and is queued when a worker is ready)."""
     report = TrustReport.objects.create(version=version)
-    transaction.on_commit(lambda: trust_check_enqueue(report))
+    work_queue("trust check", report.pk)
     return report
 
 
-def trust_checks_requeue(*, older_than_s: float = 120) -> list[int]:
-    """Pending reports nobody picked up (the broker was down when they were made): queue them again."""
-    cutoff = timezone.now() - timedelta(seconds=older_than_s)
-    pending = TrustReport.objects.filter(state=TrustReport.State.PENDING, created_at__lt=cutoff)
-    return [report.pk for report in pending if trust_check_enqueue(report)]
+TRUST_CHECK_WORK = WorkKind(
+    name="trust check", task="workers.run_trust_check", queue="default",
+    stranded=lambda cutoff: TrustReport.objects.filter(state=TrustReport.State.PENDING, task_id="",
+                                                       created_at__lt=cutoff).values_list("pk", flat=True),
+    sent=lambda pk, task_id: TrustReport.objects.filter(pk=pk).update(task_id=task_id),
+)  # fmt: skip
 
 
 def trust_check_run(

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from webapp.accounts.models import Role
-from webapp.accounts.selectors import membership_get, membership_require
+from webapp.accounts.selectors import membership_get, membership_require, team_scope
 from webapp.catalog import selectors, services
 from webapp.catalog.forms import ActionForm, EnvironmentCreateForm, VersionSettingsForm, VersionSourceForm
 from webapp.catalog.models import Environment, EnvironmentVersion
@@ -96,15 +96,11 @@ def version_settings(request: HttpRequest, pk: int, version_pk: int) -> HttpResp
 
 
 def _runs_by_version(request: HttpRequest, versions) -> dict[int, list]:
-    """Runs that used each version, as far as the reader may see them (filled in by the runs app when present)."""
-    from django.apps import apps
-
-    if not apps.is_installed("webapp.runs"):
-        return {}
-    from webapp.runs.selectors import run_list
-
+    """Runs that used each version, as far as the reader may see them. The runs app declares the relation
+    (`version.runs`); the catalog reads it without depending on that app."""
+    runs = EnvironmentVersion.runs.field.model.objects.filter(env_version__in=versions)
     by_version: dict[int, list] = {}
-    for run in run_list(user=request.user).filter(env_version__in=versions)[:200]:
+    for run in team_scope(runs, user=request.user).select_related("created_by")[:200]:
         by_version.setdefault(run.env_version_id, []).append(run)
     return by_version
 

@@ -26,6 +26,25 @@ class EvalStatus(models.TextChoices):
 ACTIVE = (EvalStatus.QUEUED, EvalStatus.PROVISIONING, EvalStatus.RUNNING, EvalStatus.CANCELLING)
 FINISHED = (EvalStatus.SUCCEEDED, EvalStatus.FAILED, EvalStatus.CANCELLED)
 
+# The legal moves of an evaluation (a run's evals during training start as running). The one writer is
+# webapp.evals.services.evaluation_transition.
+EVAL_TRANSITIONS: dict[str, set[str]] = {
+    EvalStatus.QUEUED: {EvalStatus.PROVISIONING, EvalStatus.CANCELLED, EvalStatus.FAILED},
+    EvalStatus.PROVISIONING: {EvalStatus.RUNNING, EvalStatus.FAILED, EvalStatus.CANCELLING, EvalStatus.CANCELLED},
+    EvalStatus.RUNNING: {EvalStatus.SUCCEEDED, EvalStatus.FAILED, EvalStatus.CANCELLING, EvalStatus.CANCELLED},
+    EvalStatus.CANCELLING: {EvalStatus.CANCELLED, EvalStatus.FAILED, EvalStatus.SUCCEEDED},
+    EvalStatus.SUCCEEDED: set(),
+    EvalStatus.FAILED: set(),
+    EvalStatus.CANCELLED: set(),
+}
+EVAL_TIMESTAMP_FIELD = {
+    EvalStatus.PROVISIONING: "started_at",
+    EvalStatus.CANCELLING: "cancel_requested_at",
+    EvalStatus.SUCCEEDED: "finished_at",
+    EvalStatus.FAILED: "finished_at",
+    EvalStatus.CANCELLED: "finished_at",
+}
+
 
 class Evaluation(models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="evaluations")
@@ -63,6 +82,7 @@ class Evaluation(models.Model):
     worker_host = models.CharField(max_length=200, blank=True)
     evaluator_pid = models.IntegerField(null=True, blank=True)
     deployment = models.JSONField(default=dict, blank=True)
+    task_id = models.CharField(max_length=100, blank=True, help_text="Its message's id once the broker took it")
 
     class Meta:
         ordering = ["-created_at"]

@@ -9,6 +9,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from webapp.accounts.selectors import team_scope
+from webapp.core.work_queue import WorkItem
 from webapp.evals.models import EvalEpisode, EvalStatus, Evaluation
 from webapp.evals.results import FIELDS, paired_difference
 
@@ -158,3 +159,23 @@ def comparison(evaluations: list[Evaluation]) -> dict[str, Any]:
         rows.append(row)
     rows.sort(key=lambda r: (not r["differs"], -r["spread"], r["version"], r["seed"] or 0))
     return {"evaluations": evaluations, "rows": rows, "differing": sum(r["differs"] for r in rows)}
+
+
+def _evaluation_work_item(evaluation: Evaluation) -> WorkItem:
+    return WorkItem(kind="evaluation", pk=evaluation.pk, team_id=evaluation.team_id, name=evaluation.name,
+                    url=evaluation.get_absolute_url(), status=evaluation.status,
+                    detail=f"{evaluation.episodes_done}/{evaluation.episodes_total} episodes",
+                    environment=str(evaluation.env_version), model=evaluation.model_name,
+                    waiting_since=evaluation.created_at)  # fmt: skip
+
+
+def evaluations_waiting(limit: int) -> list[WorkItem]:
+    """Queued evaluations, oldest first, as the Workers page shows them."""
+    queued = Evaluation.objects.filter(status=EvalStatus.QUEUED, run__isnull=True)
+    return [_evaluation_work_item(e) for e in queued.select_related("env_version__environment").order_by(
+        "created_at", "pk")[:limit]]  # fmt: skip
+
+
+def evaluations_described(pks: list[int]) -> dict[int, WorkItem]:
+    found = Evaluation.objects.filter(pk__in=pks).select_related("env_version__environment")
+    return {e.pk: _evaluation_work_item(e) for e in found}

@@ -15,8 +15,10 @@ from django.utils import timezone
 from webapp.accounts.models import Role, Team
 from webapp.accounts.selectors import membership_require
 from webapp.catalog.models import EnvironmentVersion
-from webapp.evals.models import ACTIVE, EvalStatus, Evaluation
+from webapp.core.work_queue import WorkKind, work_queue
+from webapp.evals.models import ACTIVE, EVAL_TIMESTAMP_FIELD, EVAL_TRANSITIONS, EvalStatus, Evaluation
 from webapp.evals.seeds import seeds_parse
+from webapp.evals.selectors import evaluations_described, evaluations_waiting
 
 # Bounds of what one evaluation may ask for: named in the errors.
 BOUNDS: dict[str, tuple[float, float]] = {
@@ -86,8 +88,9 @@ def evaluation_create(
     are `seeds` (e.g. "1000-1063") or `episodes` seeds from `seed_start`, or one per prompt of `prompts`."""
     if user is not None:
         membership_require(user=user, team=team, role=Role.MEMBER)
-    from webapp.runs.saved_models import saved_model_resolve
-    from webapp.runs.services import provider_for_version, text_bounds_check
+    from webapp.artifacts.saved_models import saved_model_resolve
+    from webapp.catalog.deployments import provider_for_version
+    from webapp.core.text_bounds import text_bounds_check
 
     if not model_name or not model_name.strip():
         raise ValidationError(
@@ -134,15 +137,51 @@ def evaluation_create(
             provider=kinds.pop() if len(kinds) == 1 else (provider or settings.TRAINYARD_ENV_PROVIDER),
             episodes_total=per_episode * k * len(versions),
         )  # fmt: skip
-        if start:
-            transaction.on_commit(lambda: evaluation_queue(evaluation))
+        if start:  # a broker that is down loses nothing: it stays queued until a worker is ready
+            work_queue("evaluation", evaluation.pk)
     return evaluation
 
 
-def evaluation_queue(evaluation: Evaluation) -> None:
-    from workers.tasks import execute_evaluation
+EVALUATION_WORK = WorkKind(
+    name="evaluation", task="workers.execute_evaluation", queue="gpu",
+    stranded=lambda cutoff: Evaluation.objects.filter(status=EvalStatus.QUEUED, run__isnull=True, task_id="",
+                                                      created_at__lt=cutoff).values_list("pk", flat=True),
+    sent=lambda pk, task_id: Evaluation.objects.filter(pk=pk).update(task_id=task_id),
+    waiting=evaluations_waiting, described=evaluations_described,
+)  # fmt: skip
 
-    execute_evaluation.apply_async(args=[evaluation.pk], queue="gpu")
+
+class IllegalEvaluationTransition(ValidationError):
+    pass
+
+
+def evaluation_transition(evaluation_id: int, to: str, *, reason: str = "", only_from: tuple[str, ...] = (),
+                          **fields: Any) -> Evaluation:  # fmt: skip
+    """Move an evaluation to status `to` if that move is legal from its stored status (checked in the database, under
+    a row lock): the one writer of an evaluation's status. Stamps the move's time; a failure keeps its reason.
+    `only_from`: the statuses this move may start from (narrower than the table)."""
+    with transaction.atomic():
+        current = Evaluation.objects.select_for_update().get(pk=evaluation_id)
+        if to not in EVAL_TRANSITIONS[current.status] or (only_from and current.status not in only_from):
+            raise IllegalEvaluationTransition(f"An evaluation cannot go from {current.status} to {to}.")
+        updates: dict[str, Any] = {"status": to, **fields}
+        if to in EVAL_TIMESTAMP_FIELD:
+            updates[EVAL_TIMESTAMP_FIELD[to]] = timezone.now()
+        if to == EvalStatus.FAILED or reason:
+            updates["failure_reason"] = (reason or "failed")[:2000]
+        Evaluation.objects.filter(pk=evaluation_id).update(**updates)
+    return Evaluation.objects.get(pk=evaluation_id)
+
+
+def evaluation_move(evaluation_id: int, to: str, *, reason: str = "", only_from: tuple[str, ...] = (),
+                    **fields: Any) -> bool:  # fmt: skip
+    """`evaluation_transition` where an illegal move is an answer, not an error: False when the evaluation was no
+    longer where the move starts (a cancel won the race, or it already ended)."""
+    try:
+        evaluation_transition(evaluation_id, to, reason=reason, only_from=only_from, **fields)
+    except IllegalEvaluationTransition:
+        return False
+    return True
 
 
 def evaluation_cancel(*, user, evaluation: Evaluation) -> Evaluation:
@@ -150,26 +189,22 @@ def evaluation_cancel(*, user, evaluation: Evaluation) -> Evaluation:
     membership_require(user=user, team=evaluation.team, role=Role.MEMBER)
     if evaluation.run_id is not None:
         raise ValidationError({"evaluation": "an eval during training stops with its run: cancel the run"})
-    now = timezone.now()
-    cancelled = Evaluation.objects.filter(pk=evaluation.pk, status=EvalStatus.QUEUED).update(
-        status=EvalStatus.CANCELLED, cancel_requested_at=now, finished_at=now
-    )
-    if not cancelled:
-        Evaluation.objects.filter(pk=evaluation.pk, status__in=[EvalStatus.PROVISIONING, EvalStatus.RUNNING]).update(
-            status=EvalStatus.CANCELLING, cancel_requested_at=now
-        )
+    if not evaluation_move(evaluation.pk, EvalStatus.CANCELLED, cancel_requested_at=timezone.now(),
+                           only_from=(EvalStatus.QUEUED,)):  # fmt: skip
+        evaluation_move(evaluation.pk, EvalStatus.CANCELLING)
     evaluation.refresh_from_db()
     return evaluation
 
 
-def evaluation_fail(evaluation_id: int, reason: str) -> None:
-    Evaluation.objects.filter(pk=evaluation_id, status__in=ACTIVE).update(
-        status=EvalStatus.FAILED, failure_reason=reason[:2000], finished_at=timezone.now()
-    )
+def evaluation_fail(evaluation_id: int, reason: str) -> bool:
+    """Fail an evaluation that has not ended; False when it already had."""
+    return evaluation_move(evaluation_id, EvalStatus.FAILED, reason=reason)
 
 
-def training_evaluation_create(run, *, step: int, seeds: list[int], k: int, greedy: bool) -> Evaluation:
-    """The row of one eval during training (its run and step), written by the trainer when TRL starts evaluating."""
+def training_evaluation_create(run, *, step: int, seeds: list[int], k: int, greedy: bool,
+                               prompts: list[str]) -> Evaluation:  # fmt: skip
+    """The row of one eval during training (its run and step), written by the trainer when TRL starts evaluating.
+    `prompts`: the run's prompt texts (none: the environment's default prompt)."""
     from webapp.catalog.models import EnvironmentVersion as Version
 
     config = run.config
@@ -181,7 +216,7 @@ def training_evaluation_create(run, *, step: int, seeds: list[int], k: int, gree
         entries = [version_entry(run.env_version)]
     temperature, top_p = config.get("temperature", 1.0), config.get("top_p", 1.0)
     max_turns, max_tokens = config["max_tool_calling_iterations"], config["max_completion_length"]
-    prompts = sorted({row["prompt"] for row in _run_prompt_rows(run)})
+    prompts = sorted(set(prompts))
     Evaluation.objects.filter(run=run, step=step).delete()  # a resumed run evaluates the step again
     return Evaluation.objects.create(
         team=run.team, created_by=run.created_by, name=f"{run.name} @ step {step}",
@@ -195,28 +230,8 @@ def training_evaluation_create(run, *, step: int, seeds: list[int], k: int, gree
     )  # fmt: skip
 
 
-def _run_prompt_rows(run) -> list[dict[str, Any]]:
-    from webapp.runs.selectors import run_prompts
-
-    return run_prompts(run=run)
-
-
 def training_evaluations_close(run, *, reason: str) -> None:
     """Evals of a run still marked running when its trainer ends (cancelled or failed mid-eval) say so."""
-    Evaluation.objects.filter(run=run, status__in=ACTIVE).update(
-        status=EvalStatus.CANCELLED if "cancel" in reason else EvalStatus.FAILED, failure_reason=reason[:2000],
-        finished_at=timezone.now(),
-    )  # fmt: skip
-
-
-def evaluations_lost_fail(*, older_than_s: float) -> list[int]:
-    """Evaluations whose evaluator stopped beating (its worker died): failed, saying so."""
-    from datetime import timedelta
-
-    cutoff = timezone.now() - timedelta(seconds=older_than_s)
-    lost = list(Evaluation.objects.filter(status__in=[EvalStatus.PROVISIONING, EvalStatus.RUNNING,
-                                                      EvalStatus.CANCELLING], run__isnull=True,
-                                          heartbeat_at__lt=cutoff).values_list("pk", flat=True))  # fmt: skip
-    for pk in lost:
-        evaluation_fail(pk, f"its worker stopped answering for over {older_than_s:.0f} s (worker lost)")
-    return lost
+    final = EvalStatus.CANCELLED if "cancel" in reason else EvalStatus.FAILED
+    for pk in Evaluation.objects.filter(run=run, status__in=ACTIVE).values_list("pk", flat=True):
+        evaluation_move(pk, final, reason=reason)

@@ -62,7 +62,7 @@ def evaluation_create_view(request: HttpRequest) -> HttpResponse:
                 form.add_error(field if field in form.fields else None, errors)
         else:
             return redirect(evaluation.get_absolute_url())
-    from webapp.runs.saved_models import team_saved_models
+    from webapp.artifacts.saved_models import team_saved_models
 
     choices = [("tiny-local", "built on this machine"), *team_saved_models(team=request.team)]
     return render(request, "evals/evaluation_form.html", {"form": form, "model_choices": choices},

@@ -33,6 +33,7 @@ class Job(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    task_id = models.CharField(max_length=100, blank=True, help_text="Its message's id once the broker took it")
 
     class Meta:
         ordering = ["-created_at"]

@@ -2,35 +2,29 @@
 
 from __future__ import annotations
 
-import logging
 from datetime import timedelta
 from typing import Any
 
-from django.db import transaction
 from django.utils import timezone
 
 from webapp.accounts.models import Team
+from webapp.core.work_queue import WorkKind, work_queue
 from webapp.jobs.models import Job
-
-log = logging.getLogger(__name__)
 
 
 def job_create(*, team: Team, user, kind: str, params: dict[str, Any]) -> Job:
+    """Record the job and queue it once the transaction commits (a broker that is down loses nothing)."""
     job = Job.objects.create(team=team, created_by=user, kind=kind, params=params, phase="waiting for a worker")
-    transaction.on_commit(lambda: job_enqueue(job))
+    work_queue("job", job.pk)
     return job
 
 
-def job_enqueue(job: Job) -> bool:
-    """With the broker down the job stays queued; a worker's start and beat queue it again."""
-    from workers.tasks import run_job
-
-    try:
-        run_job.apply_async(args=[job.pk], queue="default", retry=False)
-    except Exception:
-        log.warning("could not queue job %s now (broker unreachable); it stays queued", job.pk)
-        return False
-    return True
+JOB_WORK = WorkKind(
+    name="job", task="workers.run_job", queue="default",
+    stranded=lambda cutoff: Job.objects.filter(status=Job.Status.QUEUED, task_id="", created_at__lt=cutoff)
+    .values_list("pk", flat=True),
+    sent=lambda pk, task_id: Job.objects.filter(pk=pk).update(task_id=task_id),
+)  # fmt: skip
 
 
 def job_claim(job_id: int) -> Job | None:
@@ -54,11 +48,6 @@ def job_finish(job_id: int, *, result: dict[str, Any] | None = None, errors: dic
         phase="failed" if errors else "done",
         finished_at=timezone.now(),
     )
-
-
-def jobs_requeue(*, older_than_s: float = 120) -> list[int]:
-    cutoff = timezone.now() - timedelta(seconds=older_than_s)
-    return [job.pk for job in Job.objects.filter(status=Job.Status.QUEUED, created_at__lte=cutoff) if job_enqueue(job)]
 
 
 def jobs_lost_fail(*, older_than_s: float) -> list[int]:

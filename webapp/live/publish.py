@@ -29,7 +29,7 @@ RUNS_LIST_TYPES = frozenset({"run.status", "run.progress"})  # what the runs lis
 
 def events_append(run_id: int, events: Iterable[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
     """Store events with consecutive sequence numbers; return them as messages ({"seq", "type", ...payload})."""
-    from webapp.runs.models import RunEvent
+    from webapp.live.models import RunEvent
 
     events = list(events)
     if not events:

@@ -143,7 +143,7 @@ class GRPOSettings:
             raise ValidationError(errors)
         from webapp.runs.grpo_fields import advanced_check
 
-        advanced_check(self.advanced)
+        advanced_check(self.advanced, curated=set(GRPOSettings.__dataclass_fields__) - {"advanced"})
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,58 +1,20 @@
-"""TRL's own GRPOConfig fields, for checking a run's advanced settings in the web process without importing TRL.
-
-The table comes from the installed TRL (`python -m workers.grpo_config fields`, ~5 s) and is kept in the data folder
-under TRL's version, so a TRL upgrade reads its fields again. Here only names and JSON types are checked, at once;
-the values are judged by TRL itself when the pre-flight job on a worker builds the real GRPOConfig.
+"""A run's advanced settings (any other GRPOConfig field, as JSON or YAML): parsed, and checked at once against
+TRL's own fields (webapp.runs.trl_fields) by name and JSON type, in the web process without importing TRL. The
+values are judged by TRL itself when the pre-flight job on a worker builds the real GRPOConfig.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from functools import cache
-from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 from typing import Any
 
 import yaml
-from django.conf import settings
 from django.core.exceptions import ValidationError
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from webapp.runs.trl_fields import OWNED, grpo_config_fields, trl_version
+
 ADVANCED_LIMIT_CHARS = 20_000
 ADVANCED_LIMIT_KEYS = 100
-
-
-def trl_version() -> str:
-    try:
-        return version("trl")
-    except PackageNotFoundError:
-        return "absent"
-
-
-def _table_path() -> Path:
-    return Path(settings.DATA_DIR) / "cache" / f"grpo-config-fields-trl-{trl_version()}.json"
-
-
-@cache
-def _table_read(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text())["fields"]
-
-
-def grpo_config_fields() -> dict[str, Any]:
-    """name → {types, choices, default, help} of TRL's GRPOConfig (read once per TRL version, then cached)."""
-    path = _table_path()
-    if not path.exists():
-        result = subprocess.run([sys.executable, "-m", "workers.grpo_config", "fields"], cwd=REPO_ROOT,
-                                capture_output=True, text=True, timeout=120)  # fmt: skip
-        if result.returncode:
-            raise RuntimeError(f"could not read TRL's GRPOConfig fields: {result.stderr[-800:]}")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(result.stdout.strip().splitlines()[-1])
-        tmp.replace(path)
-    return _table_read(path)
 
 
 def advanced_parse(value: Any) -> dict[str, Any]:
@@ -96,12 +58,10 @@ def _json_type(value: Any) -> str:
     return type(value).__name__  # YAML dates and the like: no GRPOConfig field takes them
 
 
-def advanced_check(advanced: dict[str, Any]) -> None:
-    """Each key must be a GRPOConfig field the run may set, each value of a type TRL's field takes. Errors are on the
-    'advanced' field and name the key."""
-    from webapp.runs.grpo import GRPOSettings
-    from workers.grpo_config import OWNED
-
+def advanced_check(advanced: dict[str, Any], *, curated: set[str]) -> None:
+    """Each key must be a GRPOConfig field the run may set (not one of the `curated` settings, which have fields of
+    their own, nor one the worker owns), each value of a type TRL's field takes. Errors are on the 'advanced' field
+    and name the key."""
     if not advanced:
         return
     if len(advanced) > ADVANCED_LIMIT_KEYS:
@@ -113,7 +73,6 @@ def advanced_check(advanced: dict[str, Any]) -> None:
     except TypeError as exc:
         raise ValidationError({"advanced": f"advanced holds a value JSON cannot carry: {exc}."}) from None
     table = grpo_config_fields()
-    curated = set(GRPOSettings.__dataclass_fields__) - {"advanced"}
     problems = []
     for key, value in advanced.items():
         if key in curated:

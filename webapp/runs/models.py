@@ -192,23 +192,6 @@ class Episode(models.Model):
         return f"episode {self.group}.{self.index_in_group} of step {self.step}"
 
 
-class RunEvent(models.Model):
-    """Every live message as it was published, in order: a page that reconnects replays from here."""
-
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
-    seq = models.BigIntegerField()
-    type = models.CharField(max_length=30)
-    payload = models.JSONField(default=dict)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="one_event_per_seq")]
-        ordering = ["seq"]
-
-    def __str__(self) -> str:
-        return f"{self.seq} {self.type}"
-
-
 class RunPrompts(models.Model):
     """A run's dataset rows, kept apart from the run row so that lists and run pages never load them (a 16 MB
     prompts file must not slow every runs list of the team). Every column but `prompt` reaches reset()."""

@@ -3,7 +3,9 @@ from __future__ import annotations
 from django.db.models import QuerySet
 
 from webapp.accounts.selectors import team_scope
-from webapp.runs.models import Episode, MetricPoint, Run, RunEvent, RunPrompts
+from webapp.core.work_queue import WorkItem
+from webapp.live.models import RunEvent
+from webapp.runs.models import Episode, MetricPoint, Run, RunPrompts, Status
 
 
 def run_list(*, user) -> QuerySet[Run]:
@@ -70,3 +72,30 @@ def environment_activity(*, run: Run) -> list[dict]:
         episodes, stepped = row.get("episodes", 0), row.get("stepped", 0)
         out.append({**entry, "episodes": episodes, "stepped": stepped, "never_stepped": episodes > 0 and not stepped})
     return out
+
+
+def _run_work_item(run: Run) -> WorkItem:
+    return WorkItem(kind="run", pk=run.pk, team_id=run.team_id, name=run.name, url=run.get_absolute_url(),
+                    status=run.status, detail=f"step {run.step}/{run.max_steps}", environment=str(run.env_version),
+                    model=run.model_name, waiting_since=run.queued_at or run.created_at,
+                    gpus=int((run.config or {}).get("gpus", 0)))  # fmt: skip
+
+
+def runs_waiting(limit: int) -> list[WorkItem]:
+    """Queued runs, oldest first, as the Workers page shows them."""
+    queued = Run.objects.filter(status=Status.QUEUED).select_related("env_version__environment")
+    return [_run_work_item(run) for run in queued.order_by("queued_at", "pk")[:limit]]
+
+
+def runs_described(pks: list[int]) -> dict[int, WorkItem]:
+    runs = Run.objects.filter(pk__in=pks).select_related("env_version__environment")
+    return {run.pk: _run_work_item(run) for run in runs}
+
+
+def run_follow(run: Run, *, file, timeout: float = float("inf"), poll: float = 1.0) -> Run:
+    """A run followed from a terminal: a progress bar of its steps and its status, until it ends."""
+    from webapp.core.follow import progress_follow
+    from webapp.runs.models import FINAL_STATUSES
+
+    return progress_follow(run, total=run.max_steps, done=lambda r: r.step, finished=tuple(FINAL_STATUSES),
+                           unit="step", file=file, timeout=timeout, poll=poll)  # fmt: skip

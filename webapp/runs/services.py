@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import logging
 from typing import Any
 
 from django.conf import settings
@@ -14,15 +13,18 @@ from django.utils import timezone
 
 from webapp.accounts.models import Role, Team
 from webapp.accounts.selectors import membership_require
+from webapp.catalog.deployments import provider_for_version
 from webapp.catalog.models import EnvironmentVersion
 from webapp.catalog.services import version_mark_used
+from webapp.core.text_bounds import text_bounds_check
+from webapp.core.work_queue import WorkKind, work_queue
 from webapp.fleet.fit import fleet_fit_check
 from webapp.live.publish import publish
 from webapp.runs.grpo import GRPOSettings
 from webapp.runs.heldout import heldout_check
 from webapp.runs.models import FINAL_STATUSES, TIMESTAMP_FIELD, TRANSITIONS, Run, RunPrompts, Status
 from webapp.runs.names import friendly_name
-from webapp.runs.selectors import run_prompts
+from webapp.runs.selectors import run_prompts, runs_described, runs_waiting
 
 TINY_MODEL = "tiny-local"
 
@@ -68,23 +70,6 @@ def prompts_normalize(prompts: list[Any] | None) -> list[dict[str, Any]]:
                         f"{settings.TRAINYARD_MAX_PROMPTS_MB} MB (TRAINYARD_MAX_PROMPTS_MB)."}
         )  # fmt: skip
     return rows
-
-
-def text_bounds_check(**fields: tuple[str, int]) -> None:
-    """Each text field within its column's length, or a field error naming it (PostgreSQL would refuse it later)."""
-    errors = {name: f"{name} is {len(value):,} characters long; at most {most:,}." for name, (value, most)
-              in fields.items() if len(value) > most}  # fmt: skip
-    if errors:
-        raise ValidationError(errors)
-
-
-def provider_for_version(version: EnvironmentVersion, wanted: str | None) -> str:
-    """A URL is only reachable as a URL and an image only runs in Docker; folders run where the user asks."""
-    if version.source_kind == "url":
-        return "url"
-    if version.source_kind == "image":
-        return "docker"
-    return wanted or settings.TRAINYARD_ENV_PROVIDER
 
 
 def run_status_payload(run: Run) -> dict[str, Any]:
@@ -196,7 +181,7 @@ def run_create(
         held_back = trust_gate(version)
         if held_back and not trust_override_reason.strip():
             raise ValidationError({"trust_override_reason": f"{held_back}; give a reason to run it anyway."})
-    from webapp.runs.saved_models import saved_model_resolve
+    from webapp.artifacts.saved_models import saved_model_resolve
 
     parent_model = saved_model_resolve(model_name, team=team)  # train from a run's checkpoint: its lineage
     if check_only:
@@ -261,31 +246,22 @@ def environments_for_run(team: Team, primary: EnvironmentVersion, primary_weight
 
 
 def run_start(run: Run) -> None:
-    """Queue the run on the GPU queue once the surrounding transaction commits (the worker must see the row)."""
-
-    transaction.on_commit(lambda: run_enqueue(run))
-
-
-def run_enqueue(run: Run) -> bool:
-    """With the broker down the run stays queued without a task id, and beat queues it later."""
-    from workers.tasks import execute_run
-
-    try:
-        result = execute_run.apply_async(args=[run.pk], queue="gpu", retry=False)
-    except Exception:
-        logging.getLogger(__name__).warning("could not queue run %s now; it stays queued", run.pk, exc_info=True)
-        return False
-    Run.objects.filter(pk=run.pk).update(celery_task_id=result.id)
-    return True
+    """Queue the run on the GPU queue once the surrounding transaction commits (the worker must see the row); with
+    the broker down it stays queued and is sent when a worker is ready (webapp.core.work_queue)."""
+    work_queue("run", run.pk)
 
 
-def runs_requeue(*, older_than_s: float = 120) -> list[int]:
-    """Queued runs that never reached the broker: queue them again (execute_run refuses a run twice)."""
-    from datetime import timedelta
+def _runs_stranded(cutoff) -> list[int]:
+    """Queued runs whose message never reached the broker (no task id)."""
+    return list(Run.objects.filter(status=Status.QUEUED, celery_task_id="", queued_at__lt=cutoff)
+                .values_list("pk", flat=True))  # fmt: skip
 
-    cutoff = timezone.now() - timedelta(seconds=older_than_s)
-    stranded = Run.objects.filter(status=Status.QUEUED, celery_task_id="", queued_at__lt=cutoff)
-    return [run.pk for run in stranded if run_enqueue(run)]
+
+RUN_WORK = WorkKind(
+    name="run", task="workers.execute_run", queue="gpu", stranded=_runs_stranded,
+    sent=lambda pk, task_id: Run.objects.filter(pk=pk).update(celery_task_id=task_id),
+    waiting=runs_waiting, described=runs_described,
+)  # fmt: skip
 
 
 def run_request_cancel(*, run: Run, user) -> Run:
@@ -294,7 +270,7 @@ def run_request_cancel(*, run: Run, user) -> Run:
     run.refresh_from_db()
     if run.status == Status.QUEUED:
         if run.celery_task_id:
-            from workers.celery_app import app
+            from webapp.celery_app import app
 
             app.control.revoke(run.celery_task_id)
         return run_transition(run, Status.CANCELLED)
@@ -333,22 +309,16 @@ def run_mixture(run: Run) -> list[tuple[EnvironmentVersion, float]]:
 
 def run_resume(*, run: Run, user, checkpoint: str | None = None) -> Run:
     """Queue a finished run again, continuing from its last checkpoint (or from scratch when it has none)."""
-    from workers.checkpoints import latest_checkpoint
+    from webapp.artifacts.layout import latest_checkpoint
 
     if user is not None:
         membership_require(user=user, team=run.team, role=Role.MEMBER)
     if run.status not in FINAL_STATUSES:
         raise IllegalTransition(f"{run.name} is {run.status}; only a finished run can resume.")
-    found = checkpoint or latest_checkpoint(run_artifact_dir(run))
+    found = checkpoint or latest_checkpoint(run.pk)
     run = run_transition(run, Status.QUEUED, resume_from=str(found or ""), trainer_outcome="")
     run_start(run)
     return run
-
-
-def run_artifact_dir(run: Run):
-    from pathlib import Path
-
-    return Path(settings.DATA_DIR) / "runs" / str(run.pk)
 
 
 def run_fail(run: Run, reason: str) -> Run:

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import csv
 import json
-from pathlib import Path
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -16,6 +15,7 @@ from django.views.decorators.http import require_POST
 
 from webapp.accounts.models import Role
 from webapp.accounts.selectors import membership_get, membership_require
+from webapp.artifacts.layout import run_log
 from webapp.catalog.models import EnvironmentVersion
 from webapp.catalog.selectors import version_list
 from webapp.core.query_params import LARGEST_ID, LARGEST_STEP, float_param, id_list_param, int_param, text_param
@@ -154,8 +154,8 @@ def run_create_view(request: HttpRequest) -> HttpResponse:
             job.params["back"] = f"{reverse('runs:run-create')}?from_job={job.pk}"
             job.save(update_fields=["params"])
             return redirect(job.get_absolute_url())
-    from webapp.runs.saved_models import team_saved_models
-    from workers.warmstart import warmstarted_models
+    from webapp.artifacts.model_names import warmstarted_models
+    from webapp.artifacts.saved_models import team_saved_models
 
     model_choices = (
         [("tiny-local", "built on this machine")]
@@ -175,7 +175,7 @@ def run_detail_view(request: HttpRequest, pk: int) -> HttpResponse:
     for name in names:
         groups.setdefault(name.split("/")[0] if "/" in name else "train", []).append(name)
     config_rows = [(k, v, HELP.get(k, "")) for k, v in settings_flat(run.config).items()]
-    from webapp.runs.saved_models import saved_models
+    from webapp.artifacts.saved_models import saved_models
 
     children = list(run_list(user=request.user).filter(parent=run).order_by("created_at")[:50])
     return render(
@@ -256,7 +256,7 @@ def run_episodes_json(request: HttpRequest, pk: int) -> JsonResponse:
 @login_required
 def run_log_view(request: HttpRequest, pk: int) -> HttpResponse:
     run = _run_or_404(request, pk)
-    path = Path(services.run_artifact_dir(run)) / "trainer.log"
+    path = run_log(run.pk)
     try:
         text = path.read_text(errors="replace")[-20000:]
     except OSError:
@@ -267,8 +267,8 @@ def run_log_view(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 def run_model_download(request: HttpRequest, pk: int, name: str) -> StreamingHttpResponse:
     """A saved model (final or a checkpoint) as a .tar.gz, streamed."""
-    from webapp.runs.model_archive import archive_stream
-    from webapp.runs.saved_models import saved_model_get
+    from webapp.artifacts.model_archive import archive_stream
+    from webapp.artifacts.saved_models import saved_model_get
 
     run = _run_or_404(request, pk)
     saved = saved_model_get(run, name)
@@ -378,13 +378,3 @@ def compare_metrics_csv(request: HttpRequest) -> StreamingHttpResponse:
     response = StreamingHttpResponse(rows(), content_type="text/csv")
     response["Content-Disposition"] = 'attachment; filename="trainyard-metrics.csv"'
     return response
-
-
-@login_required
-def workers_view(request: HttpRequest) -> HttpResponse:
-    """Every worker with its heartbeat and the run queue in order (other teams' runs counted, not named)."""
-    from webapp.accounts.selectors import team_list_for_user
-    from webapp.runs.fleet_view import fleet_state
-
-    team_ids = set(team_list_for_user(user=request.user).values_list("pk", flat=True))
-    return render(request, "runs/workers.html", fleet_state(team_ids=team_ids))

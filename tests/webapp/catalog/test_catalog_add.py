@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from webapp.catalog.models import Environment, EnvironmentVersion
 from webapp.jobs.models import Job
-from workers.jobs import run_job
+from workers.worker.jobs import run_job
 
 FIXTURE_ENVS = Path(__file__).resolve().parents[2] / "fixtures" / "envs"
 

@@ -10,7 +10,7 @@ from django.urls import reverse
 from webapp.jobs.models import Job
 from webapp.runs.grpo import GRPOSettings
 from webapp.runs.models import Run
-from workers.jobs import run_job
+from workers.worker.jobs import run_job
 
 
 def run_form(version, **fields) -> dict:

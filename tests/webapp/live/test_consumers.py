@@ -107,7 +107,7 @@ async def test_the_runs_list_socket_gets_status_changes_of_the_users_teams(run, 
 
 
 async def test_the_runs_list_socket_gets_steps_and_rewards_of_its_teams_runs_only(run, alice, charlie):
-    from workers.recording import MetricRecorder
+    from workers.training.recording import MetricRecorder
 
     alices_list, connected = await connect("/ws/runs/", await sync_to_async(session_headers)(alice))
     assert connected

@@ -12,7 +12,7 @@ from tests.webapp.runs.conftest import register_builtin
 from webapp.runs.models import Episode, MetricPoint
 from webapp.runs.rollups import rollups_add
 from webapp.runs.services import run_create
-from workers.recording import row_key
+from workers.training.recording import row_key
 
 
 def add_points(run, name, values, start=1):

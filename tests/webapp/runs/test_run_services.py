@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ValidationError
 
+from webapp.live.models import RunEvent
 from webapp.runs.grpo import GRPOSettings
-from webapp.runs.models import RunEvent, Status
+from webapp.runs.models import Status
 from webapp.runs.selectors import run_prompts
 from webapp.runs.services import (
     IllegalTransition,

@@ -13,10 +13,10 @@ from django.core.management.base import BaseCommand, CommandError
 from webapp.accounts.models import Team
 from webapp.catalog.management.commands.env import environment_resolve
 from webapp.core.cli_errors import validation_text
+from webapp.core.follow import progress_follow
 from webapp.evals import services
 from webapp.evals.models import FINISHED, Evaluation
 from webapp.evals.selectors import evaluation_summary
-from webapp.runs.follow import progress_follow
 
 
 def version_resolve(text: str, team: str | None):

@@ -14,10 +14,9 @@ from webapp.accounts.models import Team
 from webapp.catalog.management.commands.env import environment_resolve
 from webapp.core.cli_errors import validation_text
 from webapp.runs import services
-from webapp.runs.follow import run_follow
 from webapp.runs.grpo import GENERATION_BACKENDS
 from webapp.runs.models import Run
-from webapp.runs.selectors import environment_activity
+from webapp.runs.selectors import environment_activity, run_follow
 
 
 def run_summary(run: Run) -> dict:
