@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from openenv.core.generic_client import GenericEnvClient
 from openenv.core.mcp_client import MCPToolClient
+from smoke import HELP, smoke_marked
 
 from envs.builtin import builtin_get
 from envs.mcp_tools import mcp_result
@@ -52,7 +53,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--block", type=int, default=250)
+    parser.add_argument("--smoke", action="store_true", help=HELP)
     args = parser.parse_args()
+    if args.smoke:
+        args.steps, args.block = 40, 20
 
     provider = ProcessProvider()
     deployment = provider.provision(EnvSource("folder", str(builtin_get("guess-number").folder)))
@@ -89,23 +93,25 @@ def main() -> None:
     print(f"MCP p50 ratio: {mcp_ratio:.3f} (goal <= 1.10)")
     print(
         json.dumps(
-            {
-                "metric": "env_step_p50_ratio_vs_openenv_client",
-                "value": round(s_ours["p50_ms"] / s_theirs["p50_ms"], 4),
-                "unit": "ratio",
-                "goal": "<= 1.10",
-                "baseline": {
-                    "openenv_client_p50_ms": round(s_theirs["p50_ms"], 4),
-                    "openenv_client_p99_ms": round(s_theirs["p99_ms"], 4),
-                },
-                "p99_ratio": round(s_ours["p99_ms"] / s_theirs["p99_ms"], 4),
-                "trainyard_p50_ms": round(s_ours["p50_ms"], 4),
-                "trainyard_p99_ms": round(s_ours["p99_ms"], 4),
-                "mcp_call_p50_ratio": round(mcp_ratio, 4),
-                "mcp_call_goal": "<= 1.10",
-                "mcp_call_trainyard_p50_ms": round(m_ours["p50_ms"], 4),
-                "mcp_call_openenv_mcp_client_p50_ms": round(m_theirs["p50_ms"], 4),
-            }
+            smoke_marked(
+                {
+                    "metric": "env_step_p50_ratio_vs_openenv_client",
+                    "value": round(s_ours["p50_ms"] / s_theirs["p50_ms"], 4),
+                    "unit": "ratio",
+                    "goal": "<= 1.10",
+                    "baseline": {
+                        "openenv_client_p50_ms": round(s_theirs["p50_ms"], 4),
+                        "openenv_client_p99_ms": round(s_theirs["p99_ms"], 4),
+                    },
+                    "p99_ratio": round(s_ours["p99_ms"] / s_theirs["p99_ms"], 4),
+                    "trainyard_p50_ms": round(s_ours["p50_ms"], 4),
+                    "trainyard_p99_ms": round(s_ours["p99_ms"], 4),
+                    "mcp_call_p50_ratio": round(mcp_ratio, 4),
+                    "mcp_call_goal": "<= 1.10",
+                    "mcp_call_trainyard_p50_ms": round(m_ours["p50_ms"], 4),
+                    "mcp_call_openenv_mcp_client_p50_ms": round(m_theirs["p50_ms"], 4),
+                }
+            )
         )
     )
 

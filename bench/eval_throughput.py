@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
+from smoke import HELP, smoke_marked  # noqa: E402
 
 from envs.adapter import tool_env_class  # noqa: E402
 from envs.providers import EnvSource  # noqa: E402
@@ -75,7 +76,10 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=32, help="the evaluator's batch (TRAINYARD_EVAL_BATCH)")
     parser.add_argument("--turns", type=int, default=4)
     parser.add_argument("--step-seconds", type=float, default=0.02)
+    parser.add_argument("--smoke", action="store_true", help=HELP)
     args = parser.parse_args()
+    if args.smoke:
+        args.episodes, args.batch, args.turns = 8, 4, 2
     provider = ProcessProvider()
     deployment = provider.provision(EnvSource("folder", str(SLOW_ENV), capacity=args.batch + 8))
     seeds = list(range(1000, 1000 + args.episodes))
@@ -93,10 +97,24 @@ def main() -> None:
     base, ours = args.episodes / base_s, args.episodes / ours_s
     print(f"sequential evaluation loop: {base:.2f} episodes/s ({base_s:.2f} s for {args.episodes})")
     print(f"evaluator (batch {args.batch}):    {ours:.2f} episodes/s ({ours_s:.2f} s for {args.episodes})")
-    print(json.dumps({"metric": "eval_episode_throughput_ratio", "value": round(ours / base, 2), "unit": "ratio",
-                      "goal": ">= 8", "baseline": {"sequential_episodes_per_s": round(base, 2)},
-                      "evaluator_episodes_per_s": round(ours, 2), "episodes": args.episodes, "batch": args.batch,
-                      "turns": args.turns, "step_seconds": args.step_seconds}))  # fmt: skip
+    print(
+        json.dumps(
+            smoke_marked(
+                {
+                    "metric": "eval_episode_throughput_ratio",
+                    "value": round(ours / base, 2),
+                    "unit": "ratio",
+                    "goal": ">= 8",
+                    "baseline": {"sequential_episodes_per_s": round(base, 2)},
+                    "evaluator_episodes_per_s": round(ours, 2),
+                    "episodes": args.episodes,
+                    "batch": args.batch,
+                    "turns": args.turns,
+                    "step_seconds": args.step_seconds,
+                }
+            )
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -18,6 +18,8 @@ import threading
 import time
 from pathlib import Path
 
+from smoke import HELP, smoke_marked
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 DATA = Path(tempfile.mkdtemp(prefix="trainyard-bench-"))
@@ -73,7 +75,10 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2, help="alternate baseline and ours this many times")
+    parser.add_argument("--smoke", action="store_true", help=HELP)
     args = parser.parse_args()
+    if args.smoke:
+        args.steps, args.warmup, args.rounds = 1, 1, 1
 
     import django
 
@@ -89,23 +94,29 @@ def main() -> None:
     from datasets import Dataset
     from transformers import AutoTokenizer
     from trl import GRPOTrainer
-    from workers.grpo_config import grpo_config
-    from workers.trainer import build_dataset_rows, recording
 
     from envs.adapter import tool_env_class
     from envs.tools import ToolSpec
     from webapp.accounts.models import Team
     from webapp.catalog.deployments import provider_get, version_source
+    from webapp.catalog.models import TrustReport
     from webapp.catalog.services import builtins_register
+    from webapp.catalog.trust import trust_check_run
     from webapp.runs.models import Run
     from webapp.runs.services import run_create
     from workers.models.tiny import ensure_tiny_model
+    from workers.training.callbacks import run_reward_and_callback
     from workers.training.concurrent_tools import concurrent_tools_trainer
+    from workers.training.dataset import build_dataset_rows
+    from workers.training.grpo_config import grpo_config
 
-    model = str(ensure_tiny_model(Path(os.environ.get("TRAINYARD_MODEL_CACHE", ROOT / "var")),
-                                  progress=lambda m, f: print(f"… {m}", file=sys.stderr)))  # fmt: skip
+    model = str(ensure_tiny_model(progress=lambda m, f: print(f"… {m}", file=sys.stderr)))
     team = Team.objects.create(name="bench", slug="bench")
     version = next(v for v in builtins_register(team=team, user=None) if v.environment.slug == "guess-number")
+    # The bench's environment is trusted the way any is: its trust check runs here, for real, and the run's gate
+    # reads the report (a check pending or failed would refuse the run, as it would a user's).
+    report = trust_check_run(report=TrustReport.objects.create(version=version), provider_kind="process")
+    print(f"trust check of {version}: {report.verdict}", file=sys.stderr)
     # A small learning rate keeps the policy calling tools for the whole measurement (the workload we care about).
     config = {"max_steps": args.steps + args.warmup, "temperature": 0.7, "save_steps": 10_000, "learning_rate": 1e-5}
     run = run_create(team=team, user=None, env_version=version, config=config, start=False)
@@ -129,7 +140,7 @@ def main() -> None:
             else:
                 env_class = tool_env_class(name="guess-number", tools=tools, endpoints=deployment.endpoints)
                 Run.objects.filter(pk=run.pk).update(deployment=deployment.as_dict())
-                reward_func, record = recording(run, threading.Event())
+                reward_func, record = run_reward_and_callback(run, threading.Event())
                 trainer_class, callbacks, reward_funcs = concurrent_tools_trainer(), [record, timer], [reward_func]
             trainer = trainer_class(
                 model=model, reward_funcs=reward_funcs, args=grpo_config(run.config, DATA / label),
@@ -149,9 +160,20 @@ def main() -> None:
     # The least disturbed round of each: machine noise only ever adds time.
     best = {label: min(times) for label, times in results.items()}
     ratio = best["trainyard"] / best["baseline"]
-    print(json.dumps({"metric": "grpo_step_time_ratio_vs_bare_trl", "value": round(ratio, 4), "unit": "ratio",
-                      "goal": "<= 1.03", "baseline": {"bare_trl_median_step_ms": round(best["baseline"] * 1e3, 1)},
-                      "trainyard_median_step_ms": round(best["trainyard"] * 1e3, 1)}))  # fmt: skip
+    print(
+        json.dumps(
+            smoke_marked(
+                {
+                    "metric": "grpo_step_time_ratio_vs_bare_trl",
+                    "value": round(ratio, 4),
+                    "unit": "ratio",
+                    "goal": "<= 1.03",
+                    "baseline": {"bare_trl_median_step_ms": round(best["baseline"] * 1e3, 1)},
+                    "trainyard_median_step_ms": round(best["trainyard"] * 1e3, 1),
+                }
+            )
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
+from smoke import HELP, smoke_marked  # noqa: E402
 
 from envs.adapter import tool_env_class  # noqa: E402
 from envs.providers import EnvSource  # noqa: E402
@@ -51,7 +52,10 @@ def main() -> None:
     parser.add_argument("--rollouts", type=int, default=32)
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--step-seconds", type=float, default=0.02)
+    parser.add_argument("--smoke", action="store_true", help=HELP)
     args = parser.parse_args()
+    if args.smoke:
+        args.rollouts, args.turns = 4, 2
     provider = ProcessProvider()
     deployment = provider.provision(EnvSource("folder", str(SLOW_ENV), capacity=args.rollouts + 8))
     try:
@@ -71,10 +75,22 @@ def main() -> None:
     base, ours = steps / sequential, steps / concurrent
     print(f"sequential (TRL's loop): {base:.1f} steps/s  ({sequential:.2f} s for {steps} steps)")
     print(f"turn dispatcher:         {ours:.1f} steps/s  ({concurrent:.2f} s for {steps} steps)")
-    print(json.dumps({"metric": "rollout_step_throughput_ratio", "value": round(ours / base, 2), "unit": "ratio",
-                      "goal": ">= 8", "baseline": {"sequential_steps_per_s": round(base, 1)},
-                      "concurrent_steps_per_s": round(ours, 1), "rollouts": args.rollouts,
-                      "step_seconds": args.step_seconds}))  # fmt: skip
+    print(
+        json.dumps(
+            smoke_marked(
+                {
+                    "metric": "rollout_step_throughput_ratio",
+                    "value": round(ours / base, 2),
+                    "unit": "ratio",
+                    "goal": ">= 8",
+                    "baseline": {"sequential_steps_per_s": round(base, 1)},
+                    "concurrent_steps_per_s": round(ours, 1),
+                    "rollouts": args.rollouts,
+                    "step_seconds": args.step_seconds,
+                }
+            )
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -89,7 +89,11 @@ def missing_requirements(requirements: list[str]) -> list[str]:
 
 
 def requirements_hash(requirements: list[str]) -> str:
-    body = json.dumps({"requirements": sorted(requirements), "python": sys.version_info[:2]})
+    """The key of an environment of its own: its requirements, and the installation it leans on (our interpreter and
+    site-packages, which its `.pth` names): a cache folder shared by several checkouts never hands one checkout
+    another's environment."""
+    body = json.dumps({"requirements": sorted(requirements), "python": sys.version_info[:2],
+                       "interpreter": sys.executable, "ours": _our_site_packages()})  # fmt: skip
     return hashlib.sha256(body.encode()).hexdigest()[:16]
 
 

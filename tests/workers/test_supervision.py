@@ -138,3 +138,43 @@ def test_a_killed_worker_fails_its_evaluation_and_takes_the_evaluator_and_server
     while time.monotonic() < deadline and any(process_alive(p) for p in pids):
         time.sleep(0.2)
     assert not [p for p in pids if process_alive(p)], f"left after {time.monotonic() - started:.0f} s"
+
+
+def test_an_evaluation_whose_worker_provisions_slowly_on_a_loaded_machine_is_not_failed(
+    acme, alice, tiny_model, live_worker, settings
+):
+    """Its worker is alive and busy: provisioning takes 40 s, the CPU is loaded, and beat's reaper (run here every
+    two seconds, with a liveness window of 20 s) must not fail it; once it runs, a cancel ends it as cancelled."""
+    from tests.envs.conftest import FIXTURE_ENVS
+    from tests.webapp.runs.conftest import register_builtin
+    from webapp.evals.models import EvalStatus
+    from webapp.evals.services import evaluation_cancel, evaluation_create
+    from workers.worker.reaper import reap_lost
+
+    settings.TRAINYARD_LOST_AFTER = 20
+    slow = register_builtin(acme, "guess-number")
+    slow.pk, slow.label = None, "slow-start"  # the same server and contract, which takes 40 s to start
+    slow.source_kind, slow.source_ref = "folder", str(FIXTURE_ENVS / "slow_start")
+    slow.settings = {**slow.settings, "env": {"SLOW_START_SECONDS": "40"}}
+    slow.save()
+    evaluation = evaluation_create(team=acme, user=None, model_name="tiny-local", versions=[slow], episodes=400,
+                                   max_turns=2, max_tokens=64)  # fmt: skip
+    load = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        wait_for(lambda: evaluation.refresh_from_db() or evaluation.status == EvalStatus.PROVISIONING, timeout=120,
+                 what="the worker to take the evaluation")  # fmt: skip
+        provisioning_since = time.monotonic()
+        while evaluation.status == EvalStatus.PROVISIONING:
+            reap_lost()
+            evaluation.refresh_from_db()
+            assert evaluation.status != EvalStatus.FAILED, evaluation.failure_reason
+            time.sleep(2)
+        assert time.monotonic() - provisioning_since > 25, "provisioning outlasted the liveness window"
+    finally:
+        for busy in load:
+            busy.kill()
+            busy.wait()
+    assert evaluation.status == EvalStatus.RUNNING, evaluation.failure_reason
+    evaluation_cancel(user=alice, evaluation=evaluation)
+    wait_for(lambda: evaluation.refresh_from_db() or evaluation.status == EvalStatus.CANCELLED, timeout=60,
+             what="the evaluation to stop")  # fmt: skip

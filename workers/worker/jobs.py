@@ -32,36 +32,17 @@ def _version_for(job: Job):
 
 
 def run_create_job(job: Job, progress: Progress) -> dict[str, Any]:
+    """The run's pre-flight, then the run recorded and queued: the spec the form checked, judged again here."""
     from webapp.runs.services import run_create
+    from webapp.runs.spec import RunSpec, run_spec_check
     from workers.worker.preflight import preflight
 
-    p = job.params
-    version = _version_for(job)
-    mixture = _mixture_for(job)
-    preflight(version=version, model_name=p["model_name"], config=p["config"], provider=p["provider"],
-              replicas=p.get("replicas"), team=job.team, progress=progress,
-              also=[v for v, _ in mixture])  # fmt: skip
+    spec = RunSpec.from_params(job.params, user=job.created_by)
+    checked = run_spec_check(spec, team=job.team, user=job.created_by)
+    preflight(checked, team=job.team, progress=progress)
     progress("queueing the run", 0.95)
-    run = run_create(
-        team=job.team, user=job.created_by, env_version=version, model_name=p["model_name"],
-        prompts=p.get("prompts") or [], config=p["config"], replicas=p.get("replicas"), provider=p["provider"],
-        tags=p.get("tags") or [], trust_override_reason=p.get("trust_override_reason", ""),
-        transcript_policy=p.get("transcript_policy") or "all", mixture=mixture, env_weight=p.get("env_weight", 1.0),
-    )  # fmt: skip
+    run = run_create(team=job.team, user=job.created_by, spec=spec)
     return {"run": run.pk, "url": run.get_absolute_url()}
-
-
-def _mixture_for(job: Job) -> list:
-    """A mixed run's other versions and weights, if its user may still see them."""
-    from webapp.catalog.models import EnvironmentVersion
-    from webapp.catalog.selectors import environment_list
-
-    pairs = job.params.get("mixture") or []
-    visible = EnvironmentVersion.objects.filter(environment__in=environment_list(user=job.created_by))
-    found = visible.select_related("environment").in_bulk([pk for pk, _ in pairs])
-    if len(found) != len({pk for pk, _ in pairs}):
-        raise ValidationError({"mixture": "an environment of the mixture no longer exists or is no longer yours"})
-    return [(found[pk], weight) for pk, weight in pairs]
 
 
 TESTDRIVE_PHASES = {"provisioning": 0.2, "reset": 0.6, "step": 0.8, "tearing down": 0.95}

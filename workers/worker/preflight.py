@@ -15,7 +15,7 @@ from pathlib import Path
 from django.core.exceptions import ValidationError
 
 from webapp.catalog.models import EnvironmentVersion
-from webapp.runs.grpo import GRPOSettings
+from webapp.runs.spec import CheckedRun
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MODEL_CHECK_SECONDS = 10
@@ -120,33 +120,19 @@ def check_environment(version: EnvironmentVersion, provider: str, progress=lambd
         raise ValidationError({"env_version": f"a scripted reset and step failed: {drive.error}"})
 
 
-def preflight(
-    *,
-    version: EnvironmentVersion,
-    model_name: str,
-    config: dict,
-    provider: str,
-    replicas: int | None = None,
-    team=None,
-    progress: Callable[[str, float], None] = lambda message, fraction: None,
-    also: list[EnvironmentVersion] = (),
-) -> None:
-    """Runs on a worker (a job): it starts the environment and may load a tokenizer from the Hub."""
-    from webapp.catalog.deployments import provider_for_version
-    from webapp.runs.services import replicas_for_run
-
+def preflight(checked: CheckedRun, *, team, progress: Callable[[str, float], None] = lambda m, f: None) -> None:
+    """Runs on a worker (a job): it starts the environments and may load a tokenizer from the Hub."""
+    spec = checked.spec
     progress("checking the settings", 0.05)
-    settings_ = GRPOSettings.from_dict(config)
-    replicas_for_run(version, settings_, replicas, provider_for_version(version, provider))
-    trl_check = TrlSettingsCheck(settings_.as_dict())
+    trl_check = TrlSettingsCheck(checked.settings.as_dict())
     try:
-        progress(f"checking that {model_name}'s tokenizer can call tools", 0.15)
-        check_model(model_name, team or version.environment.team)
+        progress(f"checking that {spec.model_name}'s tokenizer can call tools", 0.15)
+        check_model(spec.model_name, team)
         progress("starting the environment for a scripted reset and step", 0.4)
-        check_environment(version, provider, progress=lambda message: progress(message, 0.6))
-        for other in also:  # a mixed run: every environment answers a scripted reset and step
+        check_environment(spec.env_version, checked.provider, progress=lambda message: progress(message, 0.6))
+        for other, _ in spec.mixture:  # a mixed run: every environment answers a scripted reset and step
             progress(f"starting {other} for a scripted reset and step", 0.7)
-            check_environment(other, provider, progress=lambda message: progress(message, 0.8))
+            check_environment(other, checked.provider, progress=lambda message: progress(message, 0.8))
         progress("checking the settings with TRL's GRPOConfig", 0.9)
         trl_check.verdict()
     finally:

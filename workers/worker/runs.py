@@ -15,7 +15,8 @@ from webapp.catalog.models import EnvironmentVersion
 from webapp.live.publish import publish
 from webapp.runs.grpo import GRPOSettings
 from webapp.runs.models import Run, Status
-from webapp.runs.services import IllegalTransition, run_fail, run_transition, sessions_needed
+from webapp.runs.services import IllegalTransition, run_fail, run_transition
+from webapp.runs.spec import sessions_needed
 from workers.worker.execution import CANCELLED, FAILED, SUCCEEDED, Execution
 from workers.worker.provisioning import Wanted, dead_replicas, versions_provision
 from workers.worker.slot_keeper import SlotKeeper

@@ -52,7 +52,7 @@ def test_the_test_drive_calls_an_mcp_tool_and_reports_its_errors(acme):
 
 def test_a_single_session_server_is_measured_and_runs_get_enough_replicas(acme):
     from webapp.runs.grpo import GRPOSettings
-    from webapp.runs.services import replicas_for_run
+    from webapp.runs.spec import replicas_for_run
 
     version = add(acme, "one_session", capacity=64)
     assert version.capacity == 1 and version.capacity_measured == 1

@@ -9,14 +9,8 @@ from webapp.live.models import RunEvent
 from webapp.runs.grpo import GRPOSettings
 from webapp.runs.models import Status
 from webapp.runs.selectors import run_prompts
-from webapp.runs.services import (
-    IllegalTransition,
-    prompts_from_jsonl,
-    run_clone,
-    run_create,
-    run_request_cancel,
-    run_transition,
-)
+from webapp.runs.services import IllegalTransition, run_clone, run_create, run_request_cancel, run_transition
+from webapp.runs.spec import prompts_from_jsonl
 
 
 def create(team, user, version, **kwargs):

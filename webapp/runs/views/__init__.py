@@ -1,0 +1,1 @@
+"""The runs app's views, by concern: pages, data (JSON, the log), actions, compare; access is the one lookup."""

@@ -1,0 +1,81 @@
+"""A run's data for its page and for scripts: downsampled metric series, episodes, the trainer's log."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import Q
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from webapp.artifacts.layout import run_log
+from webapp.core.query_params import LARGEST_STEP, float_param, int_param, text_param
+from webapp.runs.models import Episode, Run
+from webapp.runs.rollups import series_downsampled
+from webapp.runs.selectors import metric_names
+from webapp.runs.views.access import run_or_404
+
+
+def series_payload(run: Run, request: HttpRequest) -> dict:
+    """Every requested series of a run, min/max-downsampled to at most ~2,000 points over [lo, hi]."""
+    wanted = [n for n in text_param(request.GET, "names", most=5000).split(",") if n] or metric_names(run=run)
+    lo = int_param(request.GET, "lo", lo=0, hi=LARGEST_STEP)
+    hi = int_param(request.GET, "hi", lo=0, hi=LARGEST_STEP)
+    return {name: series_downsampled(run.pk, name, lo, hi) for name in wanted}
+
+
+@login_required
+def run_metrics_json(request: HttpRequest, pk: int) -> JsonResponse:
+    run = run_or_404(request, pk)
+    last_seq = run.last_seq  # read before the points: anything newer is replayed over the socket
+    series = series_payload(run, request)
+    return JsonResponse({"run": run.pk, "last_seq": last_seq, "series": series})
+
+
+def episode_dict(e: Episode) -> dict:
+    return {
+        "id": e.pk,
+        "step": e.step,
+        "group": e.group,
+        "index": e.index_in_group,
+        "reward": e.reward,
+        "advantage": e.advantage,
+        "num_tool_calls": e.num_tool_calls,
+        "num_tool_errors": e.num_tool_errors,
+        "error": e.error,
+        "environment": e.environment,
+        "rank": e.rank,
+        "turns": e.turns,
+        "prompt": e.prompt,
+    }
+
+
+@login_required
+def run_episodes_json(request: HttpRequest, pk: int) -> JsonResponse:
+    run = run_or_404(request, pk)
+    episodes = Episode.objects.filter(run=run)
+    step = int_param(request.GET, "step", lo=0, hi=LARGEST_STEP)
+    min_reward, max_reward = float_param(request.GET, "min_reward"), float_param(request.GET, "max_reward")
+    limit = int_param(request.GET, "limit", lo=1, hi=500, default=100)
+    if step is not None:
+        episodes = episodes.filter(step=step)
+    if min_reward is not None:
+        episodes = episodes.filter(reward__gte=min_reward)
+    if max_reward is not None:
+        episodes = episodes.filter(reward__lte=max_reward)
+    if request.GET.get("errors") == "1":
+        episodes = episodes.filter(Q(num_tool_errors__gt=0) | ~Q(error=""))
+    environment = text_param(request.GET, "environment", most=120)
+    if environment:
+        episodes = episodes.filter(environment=environment)
+    rows = list(episodes.order_by("-step", "group", "index_in_group")[:limit])
+    return JsonResponse({"run": run.pk, "episodes": [episode_dict(e) for e in rows]})
+
+
+@login_required
+def run_log_view(request: HttpRequest, pk: int) -> HttpResponse:
+    run = run_or_404(request, pk)
+    path = run_log(run.pk)
+    try:
+        text = path.read_text(errors="replace")[-20000:]
+    except OSError:
+        text = ""
+    return HttpResponse(text, content_type="text/plain; charset=utf-8")
