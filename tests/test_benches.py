@@ -17,8 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 BENCHES = sorted(p.name for p in (ROOT / "bench").glob("*.py") if p.name not in {"smoke.py", "pg_setup.py"})
 POSTGRES = {"metrics_query.py", "ingest.py", "live_latency.py", "web_under_load.py"}
-# What a bench may start and must stop: servers, workers, trainers, Redis.
-SERVERS = ("redis-server", "daphne", "celery", "envs.providers.serve", "workers.training", "http.server")
+MARK = "TRAINYARD_BENCH_SMOKE"  # set in the bench's environment: every process it starts inherits it
 
 
 def postgres_url() -> str | None:
@@ -35,16 +34,15 @@ def postgres_url() -> str | None:
     return "postgres://postgres@127.0.0.1:5432/postgres"
 
 
-def leftovers(since: float) -> list[str]:
-    """Servers started since `since` that outlived the bench (not this test session's own, such as a live worker's)."""
-    ours = {child.pid for child in psutil.Process().children(recursive=True)}
+def leftovers(mark: str) -> list[str]:
+    """Processes the bench started (they inherit its environment's mark) that outlived it."""
     found = []
-    for process in psutil.process_iter(["pid", "cmdline", "create_time"]):
-        command = " ".join(process.info["cmdline"] or [])
-        if process.info["pid"] in ours:
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            if process.environ().get(MARK) == mark:
+                found.append(f"{process.info['pid']}: {' '.join(process.info['cmdline'] or [])[:160]}")
+        except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess):
             continue
-        if process.info["create_time"] >= since and any(name in command for name in SERVERS):
-            found.append(f"{process.info['pid']}: {command[:160]}")
     return found
 
 
@@ -52,7 +50,8 @@ def leftovers(since: float) -> list[str]:
 @pytest.mark.parametrize("bench", BENCHES)
 def test_the_bench_runs_in_smoke_mode_and_cleans_up(bench):
     env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "TRAINYARD_DATA_DIR"}}
-    env["PYTHONUNBUFFERED"] = "1"
+    mark = f"{bench}-{os.getpid()}-{time.time()}"
+    env.update(PYTHONUNBUFFERED="1", **{MARK: mark})
     if bench in POSTGRES:
         url = postgres_url()
         if url is None:
@@ -60,7 +59,6 @@ def test_the_bench_runs_in_smoke_mode_and_cleans_up(bench):
                 pytest.fail("no PostgreSQL server for the PostgreSQL benches")
             pytest.skip("no PostgreSQL server here for the PostgreSQL benches")
         env["BENCH_POSTGRES_URL"] = url
-    started = time.time()
     result = subprocess.run([sys.executable, f"bench/{bench}", "--smoke"], cwd=ROOT, env=env, capture_output=True,
                             text=True, timeout=600)  # fmt: skip
     output = f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
@@ -69,6 +67,6 @@ def test_the_bench_runs_in_smoke_mode_and_cleans_up(bench):
     assert {"metric", "value", "unit", "goal", "baseline"} <= set(line), line
     assert line.get("smoke") is True or line.get("skipped"), line
     deadline = time.monotonic() + 10
-    while leftovers(started) and time.monotonic() < deadline:
+    while leftovers(mark) and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert leftovers(started) == [], output
+    assert leftovers(mark) == [], output

@@ -166,7 +166,7 @@ def test_the_compose_stack_boots_and_trains_a_run(tiny_model, tmp_path):
         subprocess.run(
             [sys.executable, "deploy/compose_host_network.py", "--image", "trainyard:ci",
              "--postgres-image", "trainyard-postgres:ci", "--redis-image", "trainyard-redis:ci", "--base-image", base,
-             "--docker-socket", socket, "--volume", f"{model}:/data/models/{tiny_model.name}:ro"],
+             "--docker-socket", socket, "--volume", f"{model}:/data/cache/models/{tiny_model.name}:ro"],
             cwd=ROOT, stdout=out, check=True,
         )  # fmt: skip
     env = {**os.environ, "DJANGO_SECRET_KEY": "compose-test-secret-" + "x" * 40,

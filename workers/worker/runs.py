@@ -85,6 +85,7 @@ class RunExecution(Execution):
     def spawn(self) -> SupervisedProcess:
         run = self.run
         processes = GRPOSettings.from_dict(run.config).processes
+        run_log(run.pk).parent.mkdir(parents=True, exist_ok=True)  # before a standby trainer opens its log there
         spare = standby_take(run.pk, run_log(run.pk)) if processes == 1 else None
         process = SupervisedProcess(TRAINER, run.pk, log_path=run_log(run.pk), processes=processes, spare=spare)
         Run.objects.filter(pk=run.pk).update(trainer_pid=process.pid)
