@@ -94,7 +94,7 @@ def stranded_requeue(*, older_than_s: float) -> dict[str, list[int]]:
     cutoff = timezone.now() - timedelta(seconds=older_than_s)
     sent: dict[str, list[int]] = {}
     for name, kind in _kinds.items():
-        sent[name] = [pk for pk in kind.stranded(cutoff) if work_send(name, pk)]
+        sent[name] = [pk for pk in list(kind.stranded(cutoff)) if work_send(name, pk)]  # read first, then send
     return sent
 
 

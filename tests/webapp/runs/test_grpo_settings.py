@@ -9,8 +9,8 @@ from django.urls import reverse
 
 from webapp.fleet.models import Worker
 from webapp.runs.grpo import GRPOSettings, settings_flat
-from webapp.runs.grpo_fields import grpo_config_fields
 from webapp.runs.models import Run
+from webapp.runs.trl_fields import grpo_config_fields
 
 
 def refusal(**config) -> dict[str, list[str]]:
@@ -26,9 +26,9 @@ def test_the_field_table_is_trls_own():
     assert {"loss_type", "epsilon_high", "importance_sampling_level", "weight_decay", "vllm_mode"} <= set(table)
     assert "integer" in table["num_iterations"]["types"] and "null" in table["epsilon_high"]["types"]
     assert "cosine" in table["lr_scheduler_type"]["choices"]
-    from webapp.runs.grpo_fields import _table_path
+    from webapp.artifacts.layout import trl_fields_file
 
-    assert version("trl") in _table_path().name
+    assert trl_fields_file(version("trl")).exists()  # read once per TRL version, kept in the cache folder
 
 
 def test_advanced_settings_reach_the_config_from_json_or_yaml():
