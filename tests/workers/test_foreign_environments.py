@@ -5,6 +5,7 @@ reach, so these run on the CPU."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -34,9 +35,14 @@ SMALL = {"num_generations": 4, "per_device_train_batch_size": 4, "max_completion
 def git_source(tmp_path: Path) -> tuple[str, str]:
     """An OpenEnv-like repository with the environment in `envs/<name>`, reached over file://."""
     repo = tmp_path / "envs-repo"
-    shutil.copytree(FIXTURE_ENVS / "metadata_maze", repo / "envs" / "corridor_env")
+    shutil.copytree(
+        FIXTURE_ENVS / "metadata_maze", repo / "envs" / "corridor_env", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    # A fixed date: the same files give the same commit in every test session, so its warm start is found cached.
+    dated = {**os.environ, "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "corridor"]):
-        subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=repo, check=True)
+        subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=repo, check=True,
+                       env=dated)  # fmt: skip
     return f"file://{repo}", "envs/corridor_env"
 
 

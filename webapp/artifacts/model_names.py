@@ -59,8 +59,9 @@ def warmstart_name(version) -> str:
 
 
 def warmstart_dir(version) -> Path:
-    """A version's warm start: its pk and a key of everything that makes it (the version's settings may change until
-    a run uses it, and then it is warm-started again)."""
+    """A version's warm start, named by everything that makes it: the version's pinned source, tools, settings and
+    description (settings may change until a run uses it, and then it is warm-started again), the recipe and the
+    base. Two versions that share all of it share the model."""
     body = {
         "recipe": WARMSTART_RECIPE,
         "base": tiny_model_dir().name,
@@ -69,7 +70,7 @@ def warmstart_dir(version) -> Path:
         "tools": version.tools,
         "description": version.environment.description,
     }
-    return models_dir() / "warmstart" / f"v{version.pk}-{_key(body)}"
+    return models_dir() / "warmstart" / f"{version.environment.slug}-{_key(body)}"
 
 
 def warmstart_built(version) -> bool:
