@@ -273,25 +273,36 @@ def _deltas(session: EnvSession, seed: int, actions: list[dict], neighbour=None)
     return changes
 
 
-def _isolation_by_invariants(ctx: ProbeContext, episodes: int = 4, busy_steps: int = 2) -> ProbeResult:
+def _isolation_by_invariants(ctx: ProbeContext, episodes: int = 4, busy_steps: int = 2,
+                             most_episodes: int = 32) -> ProbeResult:  # fmt: skip
     """Random servers: a replay cannot match, so look for what only another session could change. A number that
     moves by the same amount in every step of every solo episode (a step counter, steps left) is the episode's
     own clock; if it moves differently while a neighbour steps, the neighbour moved it. Random numbers never
-    move by the same amount every time, so randomness cannot raise this alarm."""
-    plans = [(ctx.seed + 40 + i, _actions(ctx, ctx.seed + 40 + i)) for i in range(episodes)]
+    move by the same amount every time, so randomness cannot raise this alarm.
+
+    Random episodes may end early (a bust, a lost game), so solo episodes are played until a clock has been seen
+    move at least four times (up to `most_episodes`): the verdict must not depend on how the dice fell."""
     solo: dict[str, set[float]] = {}
     samples: dict[str, int] = {}
-    for seed, actions in plans:
+    plans: list[tuple[int, list[dict]]] = []
+
+    def clocks_seen() -> dict[str, float]:
+        return {p: next(iter(v)) for p, v in solo.items() if len(v) == 1 and samples[p] >= 4}
+
+    while len(plans) < most_episodes and (len(plans) < episodes or not clocks_seen()):
+        seed = ctx.seed + 40 + len(plans)
+        plans.append((seed, _actions(ctx, seed)))
         with ctx.session() as s:
-            for change in _deltas(s, seed, actions):
+            for change in _deltas(s, seed, plans[-1][1]):
                 for path, delta in change.items():
                     solo.setdefault(path, set()).add(round(delta, 9))
                     samples[path] = samples.get(path, 0) + 1
-    clocks = {p: next(iter(v)) for p, v in solo.items() if len(v) == 1 and samples[p] >= 4}
+    clocks = clocks_seen()
+    plans = plans[: max(episodes, 1)] if clocks else plans
     if not clocks:
         return ProbeResult("session_isolation", NOT_APPLICABLE, f"{RANDOM}, and no number "
-                           "moves the same way in every step of a solo episode, so there is nothing a neighbour's "
-                           "steps could be seen to disturb")  # fmt: skip
+                           f"moves the same way in every step of {len(plans)} solo episodes, so there is nothing a "
+                           "neighbour's steps could be seen to disturb")  # fmt: skip
     evidence: list[str] = []
     rng = random.Random(ctx.seed + 50)
     for seed, actions in plans:
