@@ -22,8 +22,9 @@ ARG TORCH_FIND_LINKS=
 ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 TRL_EXPERIMENTAL_SILENCE=1 \
     TRAINYARD_DATA_DIR=/data PATH=/opt/venv/bin:$PATH PYTHONPATH=/app
 # Few layers after the big one: on some storage drivers (vfs) every layer is a full copy of the image.
-RUN useradd --uid 10001 --create-home trainyard && mkdir -p /opt/venv /app /data \
-    && chown trainyard /opt/venv /data
+# /artifacts and /cache: where compose mounts the artifact store and a worker host's cache (volumes start as these).
+RUN useradd --uid 10001 --create-home trainyard && mkdir -p /opt/venv /app /data /artifacts /cache \
+    && chown trainyard /opt/venv /data /artifacts /cache
 USER trainyard
 WORKDIR /app
 EXPOSE 8000

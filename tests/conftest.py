@@ -147,10 +147,10 @@ def live_worker(django_db_setup, django_db_blocker):
 
 @pytest.fixture(scope="session")
 def tiny_model(django_db_setup):
-    """The real tiny model (built once per data folder: a few CPU minutes the first time)."""
-    from workers.models.tiny import ensure_tiny_model
+    """The real tiny model (built once per cache folder, a few CPU minutes the first time; published to the store)."""
+    from workers.models.published import tiny_model
 
-    return ensure_tiny_model()
+    return tiny_model()
 
 
 def require_docker() -> None:

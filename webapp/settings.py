@@ -65,6 +65,9 @@ DATA_DIR.mkdir(parents=True, exist_ok=True)
 # What can be built again and is named by its content (the tiny model, warm starts, environment sources and virtual
 # environments): several data folders may share one (webapp/artifacts/layout.py).
 CACHE_DIR = Path(env_str("TRAINYARD_CACHE_DIR", "") or str(DATA_DIR / "cache")).expanduser().resolve()
+# Every file another process or host reads (webapp/artifacts/store.py): file:///a/folder (a shared mount across
+# hosts) or s3://bucket/prefix. The default, a folder inside the data folder, is right for one machine.
+ARTIFACTS_URL = env_str("TRAINYARD_ARTIFACTS", "") or (DATA_DIR / "artifacts").as_uri()
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
 
@@ -219,6 +222,8 @@ TRAINYARD_JOB_LOST_AFTER = env_int("TRAINYARD_JOB_LOST_AFTER", 1800, minimum=60)
 # Workers record a heartbeat row this often; one silent for TRAINYARD_WORKER_LOST_AFTER is gone (its runs fail).
 TRAINYARD_WORKER_BEAT = env_int("TRAINYARD_WORKER_BEAT", 5, minimum=1)
 TRAINYARD_WORKER_LOST_AFTER = env_int("TRAINYARD_WORKER_LOST_AFTER", 15, minimum=3)
+# How often a worker copies a running trainer's or evaluator's log to the artifact store (pages read it there).
+TRAINYARD_PUBLISH_SECONDS = env_int("TRAINYARD_PUBLISH_SECONDS", 5, minimum=1)
 
 # Environments: where their servers run. Docker settings have the ordinary values as defaults; CI here uses
 # host networking and a base image made locally ("local"), since no registry can be reached.

@@ -21,7 +21,7 @@ from webapp.catalog.services import environment_create, version_testdrive, versi
 from webapp.catalog.trust import trust_check_run
 from webapp.runs.models import Episode, MetricPoint, Status
 from webapp.runs.services import run_create
-from workers.models.warmstart import warmstart_version
+from workers.models.published import warm_start
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -74,7 +74,7 @@ def test_each_pattern_trains_with_real_environment_steps(pattern, acme, tiny_mod
     assert drive.error is None and drive.step is not None, drive.error
     report = trust_check_run(report=TrustReport.objects.create(version=version))
     assert report.state == "done", report.error
-    warmstart_version(version)
+    warm_start(version)
     run = train(acme, version, warmstart_name(version))
 
     assert run.status == Status.SUCCEEDED, run.failure_reason

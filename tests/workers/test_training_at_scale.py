@@ -55,7 +55,7 @@ def test_a_lora_run_with_papers_settings_saves_its_adapter_resumes_and_is_traine
     assert adapter["base_model_name_or_path"] == str(tiny_model)
 
     # Resume from the adapter checkpoint at step 2: steps 3 and 4 are played again on top of it.
-    run = run_resume(run=run, user=None, checkpoint=str(second))
+    run = run_resume(run=run, user=None, checkpoint="checkpoint-2")
     run = wait_final(run, timeout=900)
     assert run.status == Status.SUCCEEDED, run.failure_reason
     steps = sorted(MetricPoint.objects.filter(run=run, name="reward").values_list("step", flat=True))

@@ -1,13 +1,20 @@
 """Where every file Trainyard keeps lies, in one place.
 
-Two roots:
-- the data folder (`TRAINYARD_DATA_DIR`): what runs and evaluations wrote and nobody can make again — a run's trainer
-  log, checkpoints and final model, an evaluation's log, the logs of long-lived processes;
-- the cache folder (`TRAINYARD_CACHE_DIR`, by default `cache/` inside the data folder): what can be built again and
-  is named by its content — the tiny model, warm starts, merged adapters, environment sources and virtual
-  environments, TRL's field table. Several data folders (a demo and the tests) may share one cache.
+Three roots:
+- the artifact store (`TRAINYARD_ARTIFACTS`, webapp/artifacts/store.py): every file another process or host reads.
+  Its keys mirror the data folder's paths (`runs/<id>/trainer.log`, `runs/<id>/checkpoints/checkpoint-N/`,
+  `runs/<id>/final/`, `evals/<id>/evaluator.log`) plus `models/` (the tiny model, warm starts) and
+  `env-sources/folder/<sha256>.tar.gz` (a folder environment as it was pinned). Pages and other hosts read only
+  these keys; the `*_key` functions below name them;
+- the data folder (`TRAINYARD_DATA_DIR`): a host's own working space — where a worker's trainer writes a run's log,
+  checkpoints and final model before they are published to the store, an evaluation's log, the logs of long-lived
+  processes;
+- the cache folder (`TRAINYARD_CACHE_DIR`, by default `cache/` inside the data folder): what this host can build or
+  pull again, named by its content — the tiny model, warm starts, saved models pulled from the store and adapters
+  merged here, environment sources, folder snapshots and virtual environments, TRL's field table. Several data
+  folders (a demo and the tests) may share one cache.
 
-A run's folder:
+A run's folder on the host that trains it:
 
     runs/<id>/trainer.log           what the trainer printed (the run page's log)
     runs/<id>/failure.txt           why the trainer failed, written by the trainer for the worker
@@ -15,7 +22,6 @@ A run's folder:
     runs/<id>/trainer_config.json   TRL's whole config as trained
     runs/<id>/checkpoints/checkpoint-N/   complete once trainer_state.json is written (TRL writes it last)
     runs/<id>/final/                the model as training left it, complete once trainyard.json is written
-    runs/<id>/merged/<name>/        a LoRA adapter of the run merged into its base (a later run started from it)
 
 An evaluation's folder: `evals/<id>/evaluator.log`, `failure.txt`, `trainer/` (TRL's output folder, unused).
 """
@@ -37,6 +43,28 @@ def cache_dir() -> Path:
 
 
 # -- a run ---------------------------------------------------------------------------------------------------------
+def run_key(run_id: int, *parts: str) -> str:
+    """A run's files in the artifact store: `run_key(12, "final")` is `runs/12/final`."""
+    return "/".join(("runs", str(run_id), *parts))
+
+
+def run_log_key(run_id: int) -> str:
+    return run_key(run_id, "trainer.log")
+
+
+def run_checkpoint_key(run_id: int, name: str) -> str:
+    return run_key(run_id, "checkpoints", name)
+
+
+def run_final_key(run_id: int) -> str:
+    return run_key(run_id, "final")
+
+
+CHECKPOINT_MARKER = "trainer_state.json"  # TRL writes it last; the store gets it last
+FINAL_MARKER = "trainyard.json"  # written after the weights; the store gets it last
+CHECKPOINT_NAME = re.compile(r"checkpoint-(\d+)")
+
+
 def run_dir(run_id: int) -> Path:
     return data_dir() / "runs" / str(run_id)
 
@@ -65,31 +93,30 @@ def run_final_dir(run_id: int) -> Path:
     return run_dir(run_id) / "final"
 
 
-def run_merged_dir(run_id: int, name: str) -> Path:
-    """A LoRA adapter the run saved (`final`, `checkpoint-N`), merged into its base once for a run to start from."""
-    return run_dir(run_id) / "merged" / name
+def stored_checkpoints(run_id: int) -> list[tuple[int, str]]:
+    """(step, name) of every checkpoint of the run that reached the store whole, newest first."""
+    from webapp.artifacts.store import artifact_store
 
-
-def complete_checkpoints(run_id: int) -> list[tuple[int, Path]]:
-    """(step, folder) of every checkpoint written completely (TRL writes trainer_state.json last), newest first."""
-    folder = run_checkpoints_dir(run_id)
-    if not folder.exists():
-        return []
+    store = artifact_store()
     found = []
-    for path in folder.glob("checkpoint-*"):
-        match = re.fullmatch(r"checkpoint-(\d+)", path.name)
-        if match and (path / "trainer_state.json").exists():
-            found.append((int(match.group(1)), path))
+    for name in store.listdir(run_key(run_id, "checkpoints")):
+        match = CHECKPOINT_NAME.fullmatch(name)
+        if match and store.exists(f"{run_checkpoint_key(run_id, name)}/{CHECKPOINT_MARKER}"):
+            found.append((int(match.group(1)), name))
     return sorted(found, reverse=True)
 
 
-def latest_checkpoint(run_id: int) -> Path | None:
-    """The checkpoint with the highest step that was written completely."""
-    found = complete_checkpoints(run_id)
+def latest_checkpoint(run_id: int) -> str | None:
+    """The name (`checkpoint-N`) of the run's stored checkpoint with the highest step."""
+    found = stored_checkpoints(run_id)
     return found[0][1] if found else None
 
 
 # -- an evaluation -------------------------------------------------------------------------------------------------
+def evaluation_log_key(evaluation_id: int) -> str:
+    return f"evals/{evaluation_id}/evaluator.log"
+
+
 def evaluation_dir(evaluation_id: int) -> Path:
     return data_dir() / "evals" / str(evaluation_id)
 
@@ -117,6 +144,21 @@ def env_logs_dir() -> Path:
 def models_dir() -> Path:
     """The tiny model, warm starts and merged adapters (webapp.artifacts.model_names names them)."""
     return cache_dir() / "models"
+
+
+def model_key(folder: Path) -> str:
+    """A model Trainyard made (under models_dir()) as a key of the store: `models/<its path there>`."""
+    return "models/" + folder.relative_to(models_dir()).as_posix()
+
+
+def pulled_dir(key: str) -> Path:
+    """Where this host keeps its copy of a folder pulled from the store (a run's saved model, say)."""
+    return cache_dir() / "pulled" / key
+
+
+def folder_snapshot_key(pinned: str) -> str:
+    """A folder environment as it was pinned (`sha256:...`), a .tar.gz in the store."""
+    return f"env-sources/folder/{pinned.removeprefix('sha256:')}.tar.gz"
 
 
 def env_sources_dir() -> Path:

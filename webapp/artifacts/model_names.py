@@ -1,7 +1,7 @@
 """What a model name means, and where the models Trainyard makes itself lie.
 
 A run or an evaluation names its model one of these ways:
-- `tiny-local`: the tiny model built on this machine (workers/models/tiny.py), named by its recipe;
+- `tiny-local`: the tiny model built here (workers/models/tiny.py), named by its recipe;
 - `tiny-local@<environment>:<version>`: the tiny model warm-started on one catalog version
   (workers/models/warmstart.py), named by its recipe, its base and the version's tools, settings and description;
 - `run:<id>/final` or `run:<id>/checkpoint-N`: a model a run of the team saved (webapp/artifacts/saved_models.py);
@@ -18,7 +18,8 @@ import json
 import re
 from pathlib import Path
 
-from webapp.artifacts.layout import models_dir
+from webapp.artifacts.layout import model_key, models_dir
+from webapp.artifacts.store import artifact_store
 
 TINY_MODEL = "tiny-local"
 TINY_MODEL_ALIASES = {TINY_MODEL, "tiny-local (CPU)"}
@@ -50,8 +51,13 @@ def tiny_model_dir() -> Path:
     return models_dir() / f"{TINY_MODEL}-{_key(TINY_RECIPE)}"
 
 
+def model_stored(folder: Path) -> bool:
+    """A model Trainyard made is in the artifact store, whole (its recipe file goes last), for any host to pull."""
+    return artifact_store().exists(f"{model_key(folder)}/trainyard-recipe.json")
+
+
 def tiny_model_built() -> bool:
-    return (tiny_model_dir() / "config.json").exists()
+    return model_stored(tiny_model_dir())
 
 
 def warmstart_name(version) -> str:
@@ -74,30 +80,9 @@ def warmstart_dir(version) -> Path:
 
 
 def warmstart_built(version) -> bool:
-    return (warmstart_dir(version) / "config.json").exists()
-
-
-def warmstart_version_for(name: str, team):
-    """The version a `tiny-local@slug:label` name was warm-started on, as `team` sees the catalog (its own
-    environments first, then shared ones); None for any other name."""
-    match = WARMSTART_NAME.match(name)
-    if match is None:
-        return None
-    from django.db.models import Case, IntegerField, Q, Value, When
-
-    from webapp.catalog.models import EnvironmentVersion, Visibility
-
-    own_first = Case(When(environment__team=team, then=Value(0)), default=Value(1), output_field=IntegerField())
-    return (
-        EnvironmentVersion.objects.filter(environment__slug=match["slug"], label=match["label"])
-        .filter(Q(environment__team=team) | Q(environment__visibility=Visibility.SHARED))
-        .annotate(own=own_first)
-        .order_by("own")
-        .select_related("environment")
-        .first()
-    )
+    return model_stored(warmstart_dir(version))
 
 
 def warmstarted_models(versions) -> list[tuple[str, object]]:
-    """(model name, version) for every version among `versions` that has a warm-started model here."""
+    """(model name, version) for every version among `versions` that has a warm-started model in the store."""
     return [(warmstart_name(v), v) for v in versions if warmstart_built(v)]

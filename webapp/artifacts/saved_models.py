@@ -1,18 +1,18 @@
-"""The models a run saved: its final model (or LoRA adapter) and its checkpoints, as folders in the run's data
-folder, with their sizes; and the model names that point at them (`run:12/final`, `run:12/checkpoint-4`), which the
-run form, the CLI and the trainer accept as a model to start from. Runs are reached through their team
-(`team.runs`): a name resolves only within the team that asks."""
+"""The models a run saved: its final model (or LoRA adapter) and its checkpoints, as folders in the artifact store
+(whichever host trained the run), with their sizes; and the model names that point at them (`run:12/final`,
+`run:12/checkpoint-4`), which the run form, the CLI and the trainer accept as a model to start from. Runs are reached
+through their team (`team.runs`): a name resolves only within the team that asks."""
 
 from __future__ import annotations
 
 import json
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from django.core.exceptions import ValidationError
 
-from webapp.artifacts.layout import complete_checkpoints, run_final_dir
+from webapp.artifacts.layout import FINAL_MARKER, run_checkpoint_key, run_final_key, stored_checkpoints
+from webapp.artifacts.store import artifact_store
 
 NAME = re.compile(r"^run:(\d{1,12})/(final|checkpoint-\d{1,9})$")
 FINAL = "final"
@@ -23,7 +23,7 @@ class SavedModel:
     run_id: int
     name: str  # "final" or "checkpoint-N"
     step: int
-    path: Path
+    key: str  # its folder in the artifact store
     size_bytes: int
     adapter: bool  # a LoRA adapter: the base model is needed to use it (or a merged export)
 
@@ -36,24 +36,26 @@ class SavedModel:
         return "LoRA adapter" if self.adapter else "full model"
 
 
-def _folder_size(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-
-
-def _saved(run, name: str, path: Path, step: int) -> SavedModel:
-    adapter = (path / "adapter_config.json").exists()
-    return SavedModel(run_id=run.pk, name=name, step=step, path=path, size_bytes=_folder_size(path), adapter=adapter)
+def _saved(run, name: str, key: str, step: int) -> SavedModel:
+    files = dict(artifact_store().files(key))
+    return SavedModel(run_id=run.pk, name=name, step=step, key=key, size_bytes=sum(files.values()),
+                      adapter="adapter_config.json" in files)  # fmt: skip
 
 
 def saved_models(run) -> list[SavedModel]:
     """A run's saved models: final first, then checkpoints newest first. Only complete folders: a checkpoint has its
-    trainer_state.json (written last), the final model its trainyard.json (written after the weights)."""
+    trainer_state.json (uploaded last), the final model its trainyard.json (uploaded after the weights)."""
     found = []
-    final = run_final_dir(run.pk)
-    if (final / "trainyard.json").exists():
-        step = json.loads((final / "trainyard.json").read_text()).get("step", run.step)
+    final = run_final_key(run.pk)
+    record = artifact_store().read_text(f"{final}/{FINAL_MARKER}", default="")
+    if record:
+        try:
+            step = json.loads(record).get("step", run.step)
+        except ValueError:
+            step = run.step
         found.append(_saved(run, FINAL, final, step))
-    return found + [_saved(run, path.name, path, step) for step, path in complete_checkpoints(run.pk)]
+    checkpoints = stored_checkpoints(run.pk)
+    return found + [_saved(run, name, run_checkpoint_key(run.pk, name), step) for step, name in checkpoints]
 
 
 def saved_model_get(run, name: str) -> SavedModel | None:

@@ -12,16 +12,18 @@ from envs.builtin import builtin_get
 from envs.dependencies import environment_python
 from envs.git_source import git_checkout
 from envs.providers import EnvSource, Provider, ProvisionError, provider_for
+from webapp.artifacts.layout import env_sources_dir, env_venvs_dir
 
 PROVIDER_KINDS = ("process", "docker", "url")
 
 
 def sources_cache_dir() -> Path:
-    return Path(settings.DATA_DIR) / "env-sources"
+    """Git mirrors, checkouts and folder snapshots: this host's cache (rebuilt from the source or the store)."""
+    return env_sources_dir()
 
 
 def venvs_cache_dir() -> Path:
-    return Path(settings.DATA_DIR) / "env-venvs"
+    return env_venvs_dir()
 
 
 def source_for(
@@ -31,18 +33,28 @@ def source_for(
     capacity: int = 64,
     commit: str = "",
     subdir: str = "",
+    pinned: str = "",
     env: dict[str, str] | None = None,
     requirements: list[str] | None = None,
     progress: Callable[[str], None] = lambda m: None,
 ) -> EnvSource:
     """The provider's view of a source. A git source is checked out at `commit`; a folder with requirements gets
-    the interpreter of their virtual environment (installed here once per requirement set)."""
+    the interpreter of their virtual environment (installed here once per requirement set). A folder pinned at a
+    content hash runs as pinned, from the artifact store's snapshot where this host lacks it (catalog.folder_snapshots).
+    """
     env = dict(env or {})
     if source_kind == "builtin":
         return EnvSource("folder", str(builtin_get(source_ref).folder), capacity=capacity, env=env)
     if source_kind in {"folder", "git"}:
         if source_kind == "git":
             folder = git_checkout(source_ref, commit, subdir, cache_dir=sources_cache_dir())
+        elif pinned:
+            from webapp.catalog.folder_snapshots import SnapshotMissing, pinned_folder
+
+            try:
+                folder = pinned_folder(source_ref, pinned)
+            except SnapshotMissing as exc:
+                raise ProvisionError(str(exc)) from exc
         else:
             folder = Path(source_ref).expanduser().resolve()
         python = None
@@ -61,6 +73,7 @@ def version_source(version, *, capacity: int | None = None, progress: Callable[[
         capacity=capacity if capacity is not None else version.capacity,
         commit=version.pinned_ref.removeprefix("git:") if version.source_kind == "git" else "",
         subdir=version.git_subdir,
+        pinned=version.pinned_ref if version.source_kind == "folder" else "",
         env=version.server_env,
         requirements=version_requirements(version),
         progress=progress,

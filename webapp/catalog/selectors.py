@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from django.db.models import Q, QuerySet
+from django.db.models import Case, IntegerField, Q, QuerySet, Value, When
 
 from webapp.accounts.selectors import team_list_for_user
+from webapp.artifacts.model_names import WARMSTART_NAME
 from webapp.catalog.models import Environment, EnvironmentVersion, Visibility
 
 
@@ -47,3 +48,20 @@ def tag_list(*, user) -> list[str]:
     for row in environment_list(user=user).values_list("tags", flat=True):
         tags.update(row or [])
     return sorted(tags)
+
+
+def warmstart_version_for(name: str, team):
+    """The version a `tiny-local@slug:label` name was warm-started on, as `team` sees the catalog (its own
+    environments first, then shared ones); None for any other name."""
+    match = WARMSTART_NAME.match(name)
+    if match is None:
+        return None
+    own_first = Case(When(environment__team=team, then=Value(0)), default=Value(1), output_field=IntegerField())
+    return (
+        EnvironmentVersion.objects.filter(environment__slug=match["slug"], label=match["label"])
+        .filter(Q(environment__team=team) | Q(environment__visibility=Visibility.SHARED))
+        .annotate(own=own_first)
+        .order_by("own")
+        .select_related("environment")
+        .first()
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -136,6 +137,10 @@ def _version_save(environment, user, label, source: SourceSpec, inspection: Insp
     contract = contract_of(action=discovered.action_schema, observation=discovered.observation_schema,
                            state=discovered.state_schema,
                            mcp_tools=[t.as_dict() for t in discovered.tools] if discovered.mcp else None)  # fmt: skip
+    if source.kind == SourceKind.FOLDER:  # for the workers on other hosts, where this path means nothing
+        from webapp.catalog.folder_snapshots import snapshot_publish
+
+        snapshot_publish(Path(source.ref).expanduser().resolve(), inspection.pinned)
     version = EnvironmentVersion.objects.create(
         environment=environment,
         label=label,

@@ -16,6 +16,11 @@ class Worker(models.Model):
         default=dict, blank=True, help_text="What it can run: cuda, cuda_devices, vllm, peft (workers.capabilities)"
     )
     current_runs = models.JSONField(default=list, help_text="Ids of the runs it executes now")
+    deployment = models.JSONField(
+        default=dict, blank=True,
+        help_text="What its host agrees on with the web (store URL, secret fingerprint), the store's reachability "
+                  "from there and its cache's size (webapp.fleet.deployment)",
+    )  # fmt: skip
     started_at = models.DateTimeField()
     seen_at = models.DateTimeField(db_index=True)
 

@@ -164,8 +164,8 @@ def run_resume(*, run: Run, user, checkpoint: str | None = None) -> Run:
         membership_require(user=user, team=run.team, role=Role.MEMBER)
     if run.status not in FINAL_STATUSES:
         raise IllegalTransition(f"{run.name} is {run.status}; only a finished run can resume.")
-    found = checkpoint or latest_checkpoint(run.pk)
-    run = run_transition(run, Status.QUEUED, resume_from=str(found or ""), trainer_outcome="")
+    found = checkpoint or latest_checkpoint(run.pk)  # a name in the artifact store: any host pulls it
+    run = run_transition(run, Status.QUEUED, resume_from=found or "", trainer_outcome="")
     run_start(run)
     return run
 

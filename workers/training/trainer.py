@@ -94,12 +94,15 @@ def final_save(trainer, run, tokenizer, *, base_model: str) -> None:
     trainer.save_model(str(partial))  # every rank calls it; the main process writes
     if rank() != 0:
         return
+    from workers.training.publishing import final_publish
+
     tokenizer.save_pretrained(str(partial))
     shutil.rmtree(final, ignore_errors=True)
     partial.rename(final)
     record = {"step": trainer.state.global_step, "base_model": base_model, "lora": bool(run.config.get("lora_r")),
               "run": run.pk}  # fmt: skip
     (final / "trainyard.json").write_text(json.dumps(record))
+    final_publish(run.pk, final)
 
 
 def train(run, stop: threading.Event) -> None:
@@ -122,6 +125,7 @@ def train(run, stop: threading.Event) -> None:
     from workers.training.dataset import build_dataset_rows, build_eval_rows
     from workers.training.environments import environment_factory
     from workers.training.grpo_config import grpo_config, lora_config
+    from workers.training.publishing import CheckpointPublisher, checkpoint_local, file_publish, run_files_forget
 
     settings = run.config
     endpoints = run.deployment.get("endpoints") or []
@@ -163,14 +167,13 @@ def train(run, stop: threading.Event) -> None:
         eval_dataset=eval_dataset,
         processing_class=tokenizer,
         environment_factory=factory,
-        callbacks=[callback],
+        callbacks=[callback, CheckpointPublisher(run.pk)],
     )
     # What TRL really trains with (every GRPOConfig field, defaults included), beside the checkpoints.
     if rank() == 0:
         run_trainer_config_file(run.pk).write_text(trainer.args.to_json_string())
-    resume = run.resume_from or None
-    if resume and not Path(resume).exists():
-        resume = None
+        file_publish(run.pk, run_trainer_config_file(run.pk))
+    resume = checkpoint_local(run.pk, run.resume_from)  # pulled from the store when another host wrote it
     from webapp.runs.services import run_records_truncate
 
     # The steps after the checkpoint (or all, from scratch) are played again: their first records go.
@@ -181,6 +184,7 @@ def train(run, stop: threading.Event) -> None:
         if not resume:  # from scratch: folders a run of this id left before (a reset database) are not this run's
             for stale in (run_checkpoints_dir(run.pk), run_final_dir(run.pk)):
                 shutil.rmtree(stale, ignore_errors=True)
+            run_files_forget(run.pk)
     barrier()  # no rank records before rank 0 has forgotten the replayed steps
     freeze_long_lived_objects()  # model, tokenizer and trainer are built: they live as long as the run
     try:

@@ -9,13 +9,14 @@ import time
 from django.conf import settings
 from django.utils import timezone
 
-from webapp.artifacts.layout import evaluation_failure_file, evaluation_log
+from webapp.artifacts.layout import evaluation_failure_file, evaluation_log, evaluation_log_key
 from webapp.catalog.deployments import provider_for_version
 from webapp.catalog.models import EnvironmentVersion
 from webapp.evals.models import EvalStatus, Evaluation
 from webapp.evals.services import evaluation_move
 from workers.worker.execution import CANCELLED, FAILED, SUCCEEDED, Execution
 from workers.worker.provisioning import Wanted, dead_replicas, versions_provision
+from workers.worker.published_log import PublishedLog
 from workers.worker.supervision import Outcome, SupervisedProcess, supervise
 
 EVALUATOR = "workers.training.evaluator"
@@ -31,6 +32,7 @@ class EvaluationExecution(Execution):
     def __init__(self, evaluation_id: int) -> None:
         super().__init__(evaluation_id)
         self.evaluation: Evaluation | None = None
+        self.log = PublishedLog(evaluation_log(evaluation_id), evaluation_log_key(evaluation_id))
 
     @property
     def what(self) -> str:
@@ -48,6 +50,9 @@ class EvaluationExecution(Execution):
         self.evaluation = Evaluation.objects.select_related("team").get(pk=self.pk)
         evaluation_log(self.pk).parent.mkdir(parents=True, exist_ok=True)
         return True
+
+    def publish(self) -> None:
+        self.log.publish()
 
     def status(self) -> str:
         return Evaluation.objects.filter(pk=self.pk).values_list("status", flat=True).first() or "gone"

@@ -79,6 +79,10 @@ class Execution(ABC):
     def verdict(self, outcome: Outcome, process: SupervisedProcess) -> tuple[str, str]:
         """(final status, reason) from how the subprocess ended."""
 
+    def publish(self) -> None:  # noqa: B027 (a hook: work that writes no files has nothing to publish)
+        """Copy what its subprocess wrote so far (its log) to the artifact store; called every few seconds while
+        the subprocess runs and once after it ends."""
+
     def torn_down(self) -> None:  # noqa: B027 (a hook: most work has nothing to note)
         """Called once its servers are gone."""
 
@@ -116,7 +120,35 @@ def _provision_and_supervise(execution: Execution) -> tuple[str, str]:
     if not execution.start():
         return CANCELLED, ""
     process = execution.spawn()
-    return execution.verdict(execution.supervise(process), process)
+    with publishing(execution):
+        outcome = execution.supervise(process)
+    return execution.verdict(outcome, process)
+
+
+@contextmanager
+def publishing(execution: Execution) -> Iterator[None]:
+    """`execution.publish()` every TRAINYARD_PUBLISH_SECONDS while the body runs, and once after: the store (and so
+    every page, on every host) follows the subprocess's log within seconds, and has all of it at the end."""
+    stop = threading.Event()
+
+    def publish() -> None:
+        try:
+            execution.publish()
+        except Exception:  # an unreachable store must not stop the work; the last publish says it again
+            log.warning("could not publish the files of %s to the artifact store", execution.what, exc_info=True)
+
+    def loop() -> None:
+        while not stop.wait(settings.TRAINYARD_PUBLISH_SECONDS):
+            publish()
+
+    thread = threading.Thread(target=loop, daemon=True, name=f"publish-{execution.what}")
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+        publish()
 
 
 @contextmanager

@@ -70,7 +70,8 @@ def orphans_reap(host: str) -> None:
             kind.reap(record, f"its worker process ({record.worker_host}) died")
 
 
-def beat(*, name: str, queues: list[str], started_at, capabilities: dict | None = None) -> None:
+def beat(*, name: str, queues: list[str], started_at, capabilities: dict | None = None,
+         deployment: dict | None = None) -> None:  # fmt: skip
     from django.utils import timezone
 
     from webapp.fleet.models import Worker
@@ -90,25 +91,51 @@ def beat(*, name: str, queues: list[str], started_at, capabilities: dict | None 
         name=name,
         defaults={"host": host, "pid": os.getpid(), "queues": queues, "current_runs": current,
                   "gpus": worker_gpus((capabilities or {}).get("cuda_devices", 0)),
-                  "capabilities": capabilities or {}, "started_at": started_at, "seen_at": timezone.now()},
+                  "capabilities": capabilities or {}, "deployment": deployment or {}, "started_at": started_at,
+                  "seen_at": timezone.now()},
     )  # fmt: skip
+
+
+DEPLOYMENT_EVERY = 60  # beats: about five minutes
+
+
+def deployment_say(name: str, report: dict) -> None:
+    """At start, in the worker's log: a store it cannot use, or settings that differ from the other hosts'."""
+    from webapp.fleet.deployment import deployment_differences
+    from webapp.fleet.models import Worker
+
+    if report["store_problem"]:
+        log.error("worker %s cannot use the artifact store %s: %s", name, report["store"], report["store_problem"])
+    others = Worker.objects.exclude(name=name).exclude(host=host_identity()).exclude(deployment={})
+    for other in others.order_by("-seen_at")[:20]:
+        theirs = f"worker {other.name}'s"
+        for difference in deployment_differences({**report, "store_problem": ""}, other.deployment, theirs=theirs):
+            log.error("worker %s: %s", name, difference)
 
 
 def beat_forever(*, name: str, queues: list[str], interval: float) -> None:
     from django.db import close_old_connections
     from django.utils import timezone
 
+    from webapp.fleet.deployment import deployment_report
     from workers.worker.capabilities import worker_capabilities
 
     started_at = timezone.now()
     capabilities = None  # measured after the first beat (a subprocess that imports torch: seconds)
+    deployment, beats = None, 0
     while True:
         try:
             close_old_connections()
-            beat(name=name, queues=queues, started_at=started_at, capabilities=capabilities)
+            if beats % DEPLOYMENT_EVERY == 0:  # the store's reachability and the cache's size, now and then
+                deployment = deployment_report()
+                if beats == 0:
+                    deployment_say(name, deployment)
+            beats += 1
+            beat(name=name, queues=queues, started_at=started_at, capabilities=capabilities, deployment=deployment)
             if capabilities is None:
                 capabilities = worker_capabilities()
-                beat(name=name, queues=queues, started_at=started_at, capabilities=capabilities)
+                beat(name=name, queues=queues, started_at=started_at, capabilities=capabilities,
+                     deployment=deployment)  # fmt: skip
         except Exception:
             log.exception("worker heartbeat failed; trying again in %.0f s", interval)
         if _stop.wait(interval):

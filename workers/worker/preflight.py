@@ -26,15 +26,15 @@ def check_model(model_name: str, team=None) -> None:
     from webapp.artifacts.model_names import (
         TINY_MODEL,
         WARMSTART_NAME,
-        tiny_model_dir,
-        warmstart_dir,
-        warmstart_version_for,
+        tiny_model_built,
+        warmstart_built,
     )
     from webapp.artifacts.saved_models import saved_model_resolve
-    from workers.models.tiny import model_current
+    from webapp.catalog.selectors import warmstart_version_for
 
+    # Read from the artifact store: the web host need not hold a model that a worker host pulls.
     if model_name == TINY_MODEL:
-        if not model_current(tiny_model_dir()):
+        if not tiny_model_built():
             raise ValidationError({"model_name": "tiny-local is not built yet: run `manage.py bootstrap` first."})
         return
     if team is not None and saved_model_resolve(model_name, team=team) is not None:
@@ -43,7 +43,7 @@ def check_model(model_name: str, team=None) -> None:
         version = warmstart_version_for(model_name, team) if team is not None else None
         if version is None:
             raise ValidationError({"model_name": f"{model_name} names no environment version you can see."})
-        if not model_current(warmstart_dir(version)):
+        if not warmstart_built(version):
             raise ValidationError(
                 {
                     "model_name": f"{model_name} is not warm-started yet: run `manage.py model "

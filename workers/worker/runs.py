@@ -9,7 +9,7 @@ import logging
 from django.conf import settings
 from django.utils import timezone
 
-from webapp.artifacts.layout import run_failure_file, run_log, run_lost_sessions_file
+from webapp.artifacts.layout import run_failure_file, run_log, run_log_key, run_lost_sessions_file
 from webapp.catalog.deployments import version_source
 from webapp.catalog.models import EnvironmentVersion
 from webapp.live.publish import publish
@@ -19,6 +19,7 @@ from webapp.runs.services import IllegalTransition, run_fail, run_transition
 from webapp.runs.spec import sessions_needed
 from workers.worker.execution import CANCELLED, FAILED, SUCCEEDED, Execution
 from workers.worker.provisioning import Wanted, dead_replicas, versions_provision
+from workers.worker.published_log import PublishedLog
 from workers.worker.slot_keeper import SlotKeeper
 from workers.worker.standby import standby_take
 from workers.worker.supervision import Outcome, SupervisedProcess, supervise
@@ -34,6 +35,7 @@ class RunExecution(Execution):
         self.run: Run | None = None
         self.record: dict = {}
         self.keeper: SlotKeeper | None = None
+        self.log = PublishedLog(run_log(run_id), run_log_key(run_id))
 
     @property
     def what(self) -> str:
@@ -86,10 +88,14 @@ class RunExecution(Execution):
         run = self.run
         processes = GRPOSettings.from_dict(run.config).processes
         run_log(run.pk).parent.mkdir(parents=True, exist_ok=True)  # before a standby trainer opens its log there
+        self.log.pull()
         spare = standby_take(run.pk, run_log(run.pk)) if processes == 1 else None
         process = SupervisedProcess(TRAINER, run.pk, log_path=run_log(run.pk), processes=processes, spare=spare)
         Run.objects.filter(pk=run.pk).update(trainer_pid=process.pid)
         return process
+
+    def publish(self) -> None:
+        self.log.publish()
 
     def supervise(self, process: SupervisedProcess) -> Outcome:
         run = self.run

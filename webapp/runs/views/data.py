@@ -6,7 +6,8 @@ from django.contrib.auth.decorators import login_required
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from webapp.artifacts.layout import run_log
+from webapp.artifacts.layout import run_log_key
+from webapp.artifacts.store import artifact_store
 from webapp.core.query_params import LARGEST_STEP, float_param, int_param, text_param
 from webapp.runs.models import Episode, Run
 from webapp.runs.rollups import series_downsampled
@@ -72,10 +73,12 @@ def run_episodes_json(request: HttpRequest, pk: int) -> JsonResponse:
 
 @login_required
 def run_log_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """The trainer log's last 20 kB, as its worker published it to the artifact store (whichever host ran it)."""
     run = run_or_404(request, pk)
-    path = run_log(run.pk)
-    try:
-        text = path.read_text(errors="replace")[-20000:]
-    except OSError:
-        text = ""
+    store, key = artifact_store(), run_log_key(run.pk)
+    size = store.size(key)
+    if size is None:
+        where = f" (its worker, {run.worker_host}, publishes it as it grows)" if run.worker_host else ""
+        return HttpResponse(f"No trainer log yet{where}.\n", content_type="text/plain; charset=utf-8")
+    text = store.read_bytes(key, start=max(0, size - 20000)).decode(errors="replace")
     return HttpResponse(text, content_type="text/plain; charset=utf-8")

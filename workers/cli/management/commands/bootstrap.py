@@ -21,7 +21,8 @@ class Command(BaseCommand):
         from tqdm import tqdm
 
         from webapp.artifacts.model_names import tiny_model_dir
-        from workers.models.tiny import ensure_tiny_model, model_current
+        from workers.models.published import tiny_model
+        from workers.models.tiny import model_current
 
         if not model_current(tiny_model_dir()):
             self.stdout.write("Building the tiny local model (once; a few CPU minutes)\n")
@@ -32,6 +33,6 @@ class Command(BaseCommand):
             bar.set_postfix_str(message)
             bar.refresh()
 
-        path = ensure_tiny_model(progress=show)
+        path = tiny_model(progress=show)
         bar.close()
         self.stdout.write(f"Model tiny-local (CPU): {path}\n")

@@ -1,6 +1,6 @@
 """Models for runs. `manage.py model warmstart --env SLUG [--version V] [--team T] --json` teaches the tiny local model
 to call one version's tools (a short SFT on episodes played against its server), giving `tiny-local@SLUG:V`;
-`manage.py model list --json` lists the models this machine has."""
+`manage.py model list --json` lists the models in the artifact store (any host can pull them)."""
 
 from __future__ import annotations
 
@@ -42,7 +42,8 @@ class Command(BaseCommand):
         from tqdm import tqdm
 
         from webapp.artifacts.model_names import warmstart_name
-        from workers.models.warmstart import WarmStartError, warmstart_version
+        from workers.models.published import warm_start
+        from workers.models.warmstart import WarmStartError
 
         environment = environment_resolve(options["env"], options.get("team"))
         versions = environment.versions.all()
@@ -57,7 +58,7 @@ class Command(BaseCommand):
             bar.refresh()
 
         try:
-            path = warmstart_version(version, progress=show)
+            path = warm_start(version, progress=show)
         except (WarmStartError, Exception) as exc:
             raise CommandError(f"the warm start failed: {type(exc).__name__}: {exc}") from exc
         finally:
@@ -97,7 +98,8 @@ class Command(BaseCommand):
 
         from webapp.artifacts.saved_models import saved_model_get, saved_models
         from webapp.runs.models import Run
-        from workers.models.export import export_model
+        from workers.models.export import adapter_base_name, export_model
+        from workers.models.resolve import model_path
 
         run = Run.objects.filter(pk=options["run"]).first()
         if run is None:
@@ -117,7 +119,8 @@ class Command(BaseCommand):
             bar.refresh()
 
         try:
-            export_model(saved, out, merge=options["merge"], progress=show)
+            export_model(saved, out, merge=options["merge"], progress=show,
+                         base=lambda: model_path(adapter_base_name(saved), run.team))  # fmt: skip
         finally:
             bar.close()
         merged = options["merge"] and saved.adapter
