@@ -145,6 +145,7 @@ def test_an_evaluation_whose_worker_provisions_slowly_on_a_loaded_machine_is_not
 ):
     """Its worker is alive and busy: provisioning takes 40 s, the CPU is loaded, and beat's reaper (run here every
     two seconds, with a liveness window of 20 s) must not fail it; once it runs, a cancel ends it as cancelled."""
+    from envs.providers.base import content_hash
     from tests.envs.conftest import FIXTURE_ENVS
     from tests.webapp.runs.conftest import register_builtin
     from webapp.evals.models import EvalStatus
@@ -155,14 +156,16 @@ def test_an_evaluation_whose_worker_provisions_slowly_on_a_loaded_machine_is_not
     slow = register_builtin(acme, "guess-number")
     slow.pk, slow.label = None, "slow-start"  # the same server and contract, which takes 40 s to start
     slow.source_kind, slow.source_ref = "folder", str(FIXTURE_ENVS / "slow_start")
+    slow.pinned_ref = "sha256:" + content_hash(FIXTURE_ENVS / "slow_start")  # as adding the folder pins it
     slow.settings = {**slow.settings, "env": {"SLOW_START_SECONDS": "40"}}
     slow.save()
     evaluation = evaluation_create(team=acme, user=None, model_name="tiny-local", versions=[slow], episodes=400,
                                    max_turns=2, max_tokens=64)  # fmt: skip
     load = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
     try:
-        wait_for(lambda: evaluation.refresh_from_db() or evaluation.status == EvalStatus.PROVISIONING, timeout=120,
+        wait_for(lambda: evaluation.refresh_from_db() or evaluation.status != EvalStatus.QUEUED, timeout=120,
                  what="the worker to take the evaluation")  # fmt: skip
+        assert evaluation.status == EvalStatus.PROVISIONING, evaluation.failure_reason
         provisioning_since = time.monotonic()
         while evaluation.status == EvalStatus.PROVISIONING:
             reap_lost()
