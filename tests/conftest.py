@@ -16,7 +16,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    import shutil
+
     from django.conf import settings
+
+    # The test database starts empty each session, so run and evaluation ids start again at 1: files an earlier
+    # session left under those ids (in the test data folder and its own store) would be taken for theirs.
+    data = Path(settings.DATA_DIR)
+    for stale in (data / "runs", data / "evals", data / "artifacts" / "runs", data / "artifacts" / "evals"):
+        shutil.rmtree(stale, ignore_errors=True)
 
     if settings.REDIS_IS_EMBEDDED:
         from webapp.core.embedded_redis import ensure_running

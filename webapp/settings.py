@@ -225,6 +225,20 @@ TRAINYARD_WORKER_LOST_AFTER = env_int("TRAINYARD_WORKER_LOST_AFTER", 15, minimum
 # How often a worker copies a running trainer's or evaluator's log to the artifact store (pages read it there).
 TRAINYARD_PUBLISH_SECONDS = env_int("TRAINYARD_PUBLISH_SECONDS", 5, minimum=1)
 
+# Slurm: the defaults of the queue whose worker (on a login node: `celery -A workers worker -Q slurm`) submits runs
+# with sbatch; a run overrides them in its resources group. TRAINYARD_SLURM_TEMPLATE: a job script of your own
+# (workers/worker/slurm_script.py says what it may use); TRAINYARD_SLURM_SETUP: shell lines run before srun (module
+# loads, a virtual environment's activate).
+TRAINYARD_SLURM_PARTITION = env_str("TRAINYARD_SLURM_PARTITION", "")
+TRAINYARD_SLURM_ACCOUNT = env_str("TRAINYARD_SLURM_ACCOUNT", "")
+TRAINYARD_SLURM_QOS = env_str("TRAINYARD_SLURM_QOS", "")
+TRAINYARD_SLURM_TIME_MINUTES = env_int("TRAINYARD_SLURM_TIME_MINUTES", 240, minimum=1)
+TRAINYARD_SLURM_CPUS_PER_TASK = env_int("TRAINYARD_SLURM_CPUS_PER_TASK", 0, minimum=0)
+TRAINYARD_SLURM_MEM_GB = env_int("TRAINYARD_SLURM_MEM_GB", 0, minimum=0)
+TRAINYARD_SLURM_TEMPLATE = env_str("TRAINYARD_SLURM_TEMPLATE", "")
+TRAINYARD_SLURM_SETUP = env_str("TRAINYARD_SLURM_SETUP", "")
+TRAINYARD_SLURM_POLL_SECONDS = env_int("TRAINYARD_SLURM_POLL_SECONDS", 3, minimum=1)
+
 # Environments: where their servers run. Docker settings have the ordinary values as defaults; CI here uses
 # host networking and a base image made locally ("local"), since no registry can be reached.
 TRAINYARD_ENV_PROVIDER = env_choice("TRAINYARD_ENV_PROVIDER", "process", {"process", "docker"})

@@ -52,6 +52,16 @@ def run_log_key(run_id: int) -> str:
     return run_key(run_id, "trainer.log")
 
 
+def run_node_log_key(run_id: int, node: int) -> str:
+    """The trainer log of node `node` (> 0) of a run across several Slurm nodes; node 0's is `run_log_key`."""
+    return run_key(run_id, f"trainer-node{node}.log")
+
+
+def run_failure_key(run_id: int) -> str:
+    """The trainer's own account of its failure, for a worker that did not run it (a Slurm job's)."""
+    return run_key(run_id, "failure.txt")
+
+
 def run_checkpoint_key(run_id: int, name: str) -> str:
     return run_key(run_id, "checkpoints", name)
 

@@ -52,6 +52,8 @@ class WorkKind:
     # For the Workers page: this kind's work waiting for a worker, oldest first; and some of it by id.
     waiting: Callable[[int], list[WorkItem]] = lambda limit: []
     described: Callable[[list[int]], dict[int, WorkItem]] = lambda pks: {}
+    # The queue of one row when it is not always `queue` (a run for the Slurm cluster goes to "slurm").
+    queue_of: Callable[[int], str] | None = None
 
 
 _kinds: dict[str, WorkKind] = {}
@@ -72,7 +74,8 @@ def work_send(kind_name: str, pk: int) -> bool:
 
     kind = _kinds[kind_name]
     try:
-        result = app.send_task(kind.task, args=[pk], queue=kind.queue, retry=False)
+        queue = kind.queue_of(pk) if kind.queue_of is not None else kind.queue
+        result = app.send_task(kind.task, args=[pk], queue=queue, retry=False)
     except Exception as exc:
         log.warning("could not queue %s %s now (%s: %s); it stays waiting and is queued again when a worker is ready",
                     kind.name, pk, type(exc).__name__, exc)  # fmt: skip

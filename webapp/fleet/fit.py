@@ -10,6 +10,7 @@ from webapp.fleet.models import Worker
 from webapp.fleet.selectors import workers_alive
 
 RUN_QUEUE = "gpu"
+SLURM_QUEUE = "slurm"  # a worker on a Slurm login node hands these runs to the cluster (workers/worker/slurm.py)
 
 
 def _offers(worker: Worker) -> str:
@@ -29,8 +30,15 @@ def vllm_missing(worker: Worker) -> str | None:
     return " and ".join(reasons) or None
 
 
-def fleet_fit_check(*, gpus: int, generation_backend: str) -> None:
-    """Refuse (a field error with the reason) a run that no live worker on the run queue can take."""
+def fleet_fit_check(*, gpus: int, generation_backend: str, cluster: str = "") -> None:
+    """Refuse (a field error with the reason) a run that no live worker on the run queue can take. A run for the
+    Slurm cluster needs a live worker on the Slurm queue; the cluster, not the fleet, has its GPUs."""
+    if cluster == "slurm":
+        if not any(SLURM_QUEUE in (w.queues or []) for w in workers_alive()):
+            raise ValidationError({"cluster": "no worker is alive on the slurm queue now: start one on the "
+                                              "cluster's login node (`celery -A workers worker -Q slurm`, README: "
+                                              "Slurm)."})  # fmt: skip
+        return
     vllm = generation_backend.startswith("vllm")
     if not gpus and not vllm:
         return

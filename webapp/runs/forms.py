@@ -118,8 +118,9 @@ def setting_field(name: str, default) -> forms.Field:
     if isinstance(default, bool):
         return forms.BooleanField(required=False, initial=default, label=name, help_text=help_text)
     if name in CHOICES:
-        return forms.ChoiceField(choices=[(c, c) for c in CHOICES[name]], initial=default, label=name,
-                                 help_text=help_text, required=False)  # fmt: skip
+        labels = [(c, c or "(this deployment's own workers)") for c in CHOICES[name]]
+        return forms.ChoiceField(choices=labels, initial=default, label=name, help_text=help_text,
+                                 required=False)  # fmt: skip
     if isinstance(default, str):
         return forms.CharField(required=False, initial=default, label=name, help_text=help_text, max_length=500)
     lo, hi = BOUNDS[name]

@@ -5,6 +5,7 @@ checked against TRL's own fields (webapp.runs.grpo_fields)."""
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -16,6 +17,8 @@ LOSS_TYPES = ("dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo", "luspo", "vesp
 SCALE_REWARDS = ("group", "batch", "none")
 GENERATION_BACKENDS = ("hf", "continuous_batching", "vllm_colocate", "vllm_server")
 VLLM_BACKENDS = ("vllm_colocate", "vllm_server")
+CLUSTERS = ("", "slurm")  # "": this deployment's own GPU workers
+SLURM_NAME = re.compile(r"[A-Za-z0-9_.,:+-]*")  # a partition, account or QOS as Slurm spells them
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,15 @@ class GRPOSettings:
     vllm_server_url: str = ""
     gpus: int = 0
     processes: int = 1
+    # where it trains: this deployment's workers, or a Slurm cluster (the queue's defaults where 0 or empty)
+    cluster: str = ""
+    nodes: int = 1
+    slurm_partition: str = ""
+    slurm_account: str = ""
+    slurm_qos: str = ""
+    slurm_time_minutes: int = 0
+    slurm_cpus_per_task: int = 0
+    slurm_mem_gb: int = 0
     # LoRA (rank 0: full fine-tuning)
     lora_r: int = 0
     lora_alpha: int = 16
@@ -113,6 +125,15 @@ class GRPOSettings:
             )
         if self.gpus and self.processes > self.gpus:
             errors["processes"] = f"{self.processes} processes on {self.gpus} GPUs: at most one process a GPU."
+        if self.nodes > 1 and self.cluster != "slurm":
+            errors["nodes"] = "several nodes are a Slurm cluster's: set cluster to slurm (a worker runs on one host)."
+        for name in ("slurm_partition", "slurm_account", "slurm_qos"):
+            value = getattr(self, name)
+            if value and (len(value) > 64 or not SLURM_NAME.fullmatch(value)):
+                errors[name] = (f"{name} must be a Slurm name (letters, digits, _ . , : + -; at most 64), "
+                                f"not {value[:40]!r}.")  # fmt: skip
+            elif value and self.cluster != "slurm":
+                errors[name] = f"{name} is a Slurm setting: set cluster to slurm, or leave it empty."
         if self.learning_rate <= 0:
             errors["learning_rate"] = "learning_rate must be above 0."
         if self.temperature <= 0:
@@ -218,6 +239,10 @@ BOUNDS: dict[str, tuple[int | float, int | float]] = {
     "num_iterations": (1, 64),
     "gpus": (0, 64),
     "processes": (1, 64),
+    "nodes": (1, 64),
+    "slurm_time_minutes": (0, 43_200),
+    "slurm_cpus_per_task": (0, 1024),
+    "slurm_mem_gb": (0, 16_384),
     "lora_r": (0, 4096),
     "lora_alpha": (1, 65_536),
     "lora_dropout": (0.0, 0.9),
@@ -232,6 +257,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "loss_type": LOSS_TYPES,
     "scale_rewards": SCALE_REWARDS,
     "generation_backend": GENERATION_BACKENDS,
+    "cluster": CLUSTERS,
 }
 
 # The form's groups, in order (a setting in no group is not shown as a field).
@@ -242,7 +268,9 @@ GROUPS: dict[str, tuple[str, ...]] = {
              "mask_truncated_completions"),
     "Optimisation": ("learning_rate", "per_device_train_batch_size", "gradient_accumulation_steps", "max_steps",
                      "seed", "save_steps"),
-    "Generation and resources": ("generation_backend", "vllm_server_url", "gpus", "processes"),
+    "Generation and resources": ("generation_backend", "vllm_server_url", "gpus", "processes", "cluster", "nodes",
+                                 "slurm_partition", "slurm_account", "slurm_qos", "slurm_time_minutes",
+                                 "slurm_cpus_per_task", "slurm_mem_gb"),
     "LoRA": ("lora_r", "lora_alpha", "lora_dropout", "lora_target_modules"),
     "Environment": ("step_timeout",),
     "Evaluation": ("eval_steps", "eval_seeds", "eval_k", "eval_greedy"),
@@ -273,6 +301,16 @@ HELP = {
     "gpus": "GPUs the run needs on one worker (0: any worker, CPU included). Refused if no live worker has them.",
     "processes": "Trainer processes (ranks): one per GPU of the run's set; on a CPU worker, CPU ranks over gloo. Each "
     "rank plays its share of the batch, so a step holds batch x processes sessions.",
+    "cluster": "Where it trains: empty for this deployment's own workers, slurm to hand it to the Slurm cluster "
+    "(a worker on its login node submits it with sbatch; gpus and processes are then per node).",
+    "nodes": "Slurm nodes of the run (torchrun across them); 1 anywhere else.",
+    "slurm_partition": "Slurm partition (empty: the queue's default).",
+    "slurm_account": "Slurm account to charge (empty: the queue's default).",
+    "slurm_qos": "Slurm QOS (empty: the queue's default).",
+    "slurm_time_minutes": "The job's time limit in minutes (0: the queue's default). A job that reaches it fails "
+    "its run with that reason; resume goes on from the last checkpoint.",
+    "slurm_cpus_per_task": "CPUs per node for the trainer (0: the queue's default).",
+    "slurm_mem_gb": "Memory per node in GB (0: the queue's default).",
     "lora_r": "LoRA rank; 0 trains every weight (full fine-tuning).",
     "lora_alpha": "LoRA scaling (alpha / r multiplies the adapter's update).",
     "lora_dropout": "Dropout on the LoRA layers' input.",

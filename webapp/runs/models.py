@@ -93,6 +93,9 @@ class Run(models.Model):
         max_length=20, blank=True, help_text="What the trainer itself recorded at its end: succeeded, stopped, failed"
     )
     deployment = models.JSONField(default=dict, blank=True)
+    slurm_job = models.JSONField(
+        default=dict, blank=True, help_text="On a Slurm cluster: the job id, its state and Slurm's reason, its nodes"
+    )
     resume_from = models.CharField(max_length=500, blank=True, help_text="Checkpoint folder the next start resumes")
     last_seq = models.BigIntegerField(default=0)
     episodes_recorded = models.PositiveIntegerField(default=0)

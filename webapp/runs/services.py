@@ -15,6 +15,7 @@ from webapp.accounts.selectors import membership_require
 from webapp.catalog.models import EnvironmentVersion
 from webapp.catalog.services import version_mark_used
 from webapp.core.work_queue import WorkKind, work_queue
+from webapp.fleet.fit import RUN_QUEUE, SLURM_QUEUE
 from webapp.live.publish import publish
 from webapp.runs.models import FINAL_STATUSES, TIMESTAMP_FIELD, TRANSITIONS, Run, RunPrompts, Status
 from webapp.runs.names import friendly_name
@@ -104,10 +105,16 @@ def _runs_stranded(cutoff) -> list[int]:
                 .values_list("pk", flat=True))  # fmt: skip
 
 
+def _run_queue(pk: int) -> str:
+    """A run for the Slurm cluster waits on the Slurm queue (its worker submits it); every other on the GPU queue."""
+    config = Run.objects.filter(pk=pk).values_list("config", flat=True).first() or {}
+    return SLURM_QUEUE if config.get("cluster") == "slurm" else RUN_QUEUE
+
+
 RUN_WORK = WorkKind(
-    name="run", task="workers.execute_run", queue="gpu", stranded=_runs_stranded,
+    name="run", task="workers.execute_run", queue=RUN_QUEUE, stranded=_runs_stranded,
     sent=lambda pk, task_id: Run.objects.filter(pk=pk).update(celery_task_id=task_id),
-    waiting=runs_waiting, described=runs_described,
+    waiting=runs_waiting, described=runs_described, queue_of=_run_queue,
 )  # fmt: skip
 
 

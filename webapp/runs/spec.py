@@ -100,7 +100,7 @@ def run_spec_check(spec: RunSpec, *, team: Team, user) -> CheckedRun:
     if provider not in PROVIDERS:
         raise ValidationError({"provider": f"unknown provider {provider!r}"})
     replicas = replicas_for_run(spec.env_version, settings_, spec.replicas, provider)
-    fleet_fit_check(gpus=settings_.gpus, generation_backend=settings_.generation_backend)
+    fleet_fit_check(gpus=settings_.gpus, generation_backend=settings_.generation_backend, cluster=settings_.cluster)
     if not spec.model_name.strip():
         raise ValidationError({"model_name": "name a model: tiny-local, a Hub id or a local path"})
     text_bounds_check(model_name=(spec.model_name, 300), name=(spec.name, 100),

@@ -22,8 +22,9 @@ log = logging.getLogger(__name__)
 def execute_run(run_id: int) -> str:
     from workers.worker.execution import execute
     from workers.worker.runs import RunExecution
+    from workers.worker.slurm import SlurmRunExecution, for_slurm
 
-    return execute(RunExecution(run_id))
+    return execute(SlurmRunExecution(run_id) if for_slurm(run_id) else RunExecution(run_id))
 
 
 @app.task(name="workers.execute_evaluation", ignore_result=True, acks_late=False)

@@ -67,7 +67,13 @@ class Command(BaseCommand):
         create.add_argument("--lora-target-modules", help="all-linear, or q_proj,v_proj,...")
         create.add_argument("--generation-backend", choices=GENERATION_BACKENDS)
         create.add_argument("--vllm-server-url")
-        create.add_argument("--gpus", type=int, help="GPUs the run needs on one worker")
+        create.add_argument("--gpus", type=int, help="GPUs the run needs on one worker (on Slurm: per node)")
+        create.add_argument("--cluster", choices=["slurm"], help="hand it to the Slurm cluster (the slurm queue)")
+        create.add_argument("--nodes", type=int, help="Slurm nodes (with --cluster slurm)")
+        create.add_argument("--slurm-time-minutes", type=int, help="the Slurm job's time limit")
+        create.add_argument("--slurm-partition")
+        create.add_argument("--slurm-account")
+        create.add_argument("--slurm-qos")
         create.add_argument("--advanced", help="other GRPOConfig fields as JSON or YAML text, or @FILE")
         create.add_argument(
             "--mix",
@@ -116,7 +122,8 @@ class Command(BaseCommand):
             raise CommandError(f"--config is not JSON: {exc}") from None
         config["max_steps"] = options["max_steps"]
         for name in ("lora_r", "lora_alpha", "lora_dropout", "lora_target_modules", "generation_backend",
-                     "vllm_server_url", "gpus", "eval_steps", "eval_seeds", "eval_k"):  # fmt: skip
+                     "vllm_server_url", "gpus", "eval_steps", "eval_seeds", "eval_k", "cluster", "nodes",
+                     "slurm_time_minutes", "slurm_partition", "slurm_account", "slurm_qos"):  # fmt: skip
             if options[name] is not None:
                 config[name] = options[name]
         if options["eval_sample"]:
