@@ -53,8 +53,8 @@ ReturnToService=2
 MpiDefault=none
 JobAcctGatherType=jobacct_gather/none
 KillWait=10
-NodeName=node1 NodeHostname=localhost NodeAddr=127.0.0.1 Port={node1_port} CPUs=1 RealMemory=4000
-NodeName=node2 NodeHostname=localhost NodeAddr=127.0.0.1 Port={node2_port} CPUs=1 RealMemory=4000
+NodeName=node1 NodeHostname=localhost NodeAddr=127.0.0.1 Port={node1_port} CPUs=2 RealMemory=4000
+NodeName=node2 NodeHostname=localhost NodeAddr=127.0.0.1 Port={node2_port} CPUs=2 RealMemory=4000
 PartitionName=main Nodes=node1,node2 Default=YES MaxTime=INFINITE State=UP
 """
 
@@ -117,7 +117,7 @@ def slurm_worker(slurm_conf, tmp_path, tiny_model):
     env = subprocess_env(SLURM_CONF=str(slurm_conf), TRAINYARD_NODE_DIR=str(tmp_path / "nodes"),
                          TRAINYARD_STANDBY="false", TRAINYARD_SLURM_POLL_SECONDS="1")  # fmt: skip
     with (tmp_path / "slurm-worker.log").open("wb") as log:
-        worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "workers", "worker", "-Q", "slurm", "-c", "3",
+        worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "workers", "worker", "-Q", "slurm", "-c", "4",
                                    "-n", name, "--without-gossip", "--without-mingle"], cwd=ROOT, env=env, stdout=log,
                                   stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
     try:
@@ -158,7 +158,10 @@ def test_a_two_node_run_a_cancel_a_time_limit_and_a_resume_on_a_real_slurm_clust
     version = register_builtin(acme, "guess-number")
     client = client_for(alice)
 
-    # A run that outlives its 1-minute limit, and one cancelled from its page after its first checkpoint: side by side.
+    # Side by side (each node has two cores; a job takes one a node): a run across both nodes, a run that outlives
+    # its 1-minute limit, and one cancelled from its page after its first checkpoint.
+    both = run_create(team=acme, user=alice, env_version=version,
+                      config={**SMALL, "nodes": 2, "max_steps": 2, "save_steps": 2})  # fmt: skip
     too_long = run_create(team=acme, user=alice, env_version=version,
                           config={**SMALL, "max_steps": 10_000, "save_steps": 1, "slurm_time_minutes": 1})  # fmt: skip
     cancelled = run_create(team=acme, user=alice, env_version=version,
@@ -190,8 +193,6 @@ def test_a_two_node_run_a_cancel_a_time_limit_and_a_resume_on_a_real_slurm_clust
     assert too_long.slurm_job["state"] == "TIMEOUT"
 
     # Two nodes x one process: torchrun across them, episodes recorded from both ranks, each node in its own folder.
-    both = run_create(team=acme, user=alice, env_version=version,
-                      config={**SMALL, "nodes": 2, "max_steps": 2, "save_steps": 2})  # fmt: skip
     both = wait_final(both, timeout=400)
     assert both.status == Status.SUCCEEDED, (both.failure_reason, log_of(both)[-3000:])
     assert both.slurm_job["nodes"] == "node[1-2]"
