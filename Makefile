@@ -36,15 +36,16 @@ demo: setup
 # Tests run on the embedded default unless DATABASE_URL / REDIS_URL say otherwise (.ci/run sets them);
 # their data folder is apart from the demo's so a running demo and its worker never see test traffic. What can be
 # built again (the tiny model, warm starts: keyed by their recipe and checked against the code that built them) is
-# cached in a folder every checkout on this machine shares, so a fresh clone builds none of it twice. The 20 slowest
-# tests are listed at the end.
+# cached in a folder every checkout on this machine shares, so a fresh clone builds none of it twice. pytest runs
+# in two lanes side by side (tests/lanes.sh says how they are split; TEST_LANES=1 or PYTEST_ARGS: one pytest); each
+# lane lists its 20 slowest tests.
 TEST_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/trainyard
 test: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 	TRAINYARD_DATA_DIR=$${TRAINYARD_DATA_DIR:-$(CURDIR)/var/test} TRAINYARD_CACHE_DIR=$${TRAINYARD_CACHE_DIR:-$(TEST_CACHE)} \
-	  $(VENV)/bin/pytest --durations=20 $(PYTEST_ARGS)
+	  PYTEST_ARGS="$(PYTEST_ARGS)" bash tests/lanes.sh
 
 lint:
 	$(VENV)/bin/ruff check --fix .

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# `make test`'s pytest, in two lanes side by side: most of the suite waits (on trainers, servers, browsers, the
+# database), so two lanes on two cores take far less wall time than one.
+#   lane A: the slow tests that need no Docker (training, Slurm, several processes);
+#   lane B: everything else (unit and page tests, the browser tests, every Docker test and the compose stack — Docker
+#           tests clean up the engine's managed containers, so they all live in one lane).
+# Each lane has its own database, Redis database, data folder (so its own store and embedded Redis) and temporary
+# folder; they share the cache (the tiny model, warm starts, images: content-keyed and built under locks).
+# TEST_LANES=1, or any PYTEST_ARGS, runs one pytest as before.
+set -uo pipefail
+durations=(--durations=20)
+if [ "${TEST_LANES:-2}" = 1 ] || [ -n "${PYTEST_ARGS:-}" ]; then
+  exec pytest "${durations[@]}" ${PYTEST_ARGS:-}
+fi
+
+data="${TRAINYARD_DATA_DIR:?}"
+lane_b_env=(TRAINYARD_DATA_DIR="$data-b")
+if [ -n "${DATABASE_URL:-}" ]; then
+  case "$DATABASE_URL" in
+    postgres*://*/*) lane_b_env+=(DATABASE_URL="${DATABASE_URL%%\?*}_lane_b") ;;
+    *) echo "tests/lanes.sh: cannot give lane B a database of its own from DATABASE_URL=$DATABASE_URL" >&2; exit 2 ;;
+  esac
+fi  # unset: each lane's SQLite file lies in its own data folder
+if [ -n "${REDIS_URL:-}" ]; then
+  if [[ "$REDIS_URL" =~ ^(rediss?://[^/]+)/([0-9]+)$ ]]; then
+    n=${BASH_REMATCH[2]}
+    lane_b_env+=(REDIS_URL="${BASH_REMATCH[1]}/$(( n > 0 ? n - 1 : n + 1 ))")
+  else
+    echo "tests/lanes.sh: cannot give lane B a Redis database of its own from REDIS_URL=$REDIS_URL" >&2; exit 2
+  fi
+fi  # unset: each lane's embedded Redis lies in its own data folder
+
+mkdir -p "$data"
+lane_a_log="$data/lane-a.log"
+started=$(date +%s)
+pytest "${durations[@]}" -m "slow and not docker" --basetemp="$data/tmp-a" -p no:cacheprovider > "$lane_a_log" 2>&1 &
+lane_a=$!
+trap 'kill $lane_a 2>/dev/null' EXIT
+echo "==> lane B (everything but the slow tests without Docker) here; lane A (those) beside it, shown when it ends"
+env "${lane_b_env[@]}" pytest "${durations[@]}" -m "not slow or docker" --basetemp="$data-b/tmp-b" -p no:cacheprovider
+status_b=$?
+ended_b=$(date +%s)
+wait $lane_a
+status_a=$?
+trap - EXIT
+echo
+echo "==> lane A (the slow tests without Docker)"
+cat "$lane_a_log"
+echo
+printf '==> lanes: A %s, B %s; B ended after %d s, both after %d s\n' \
+  "$([ $status_a = 0 ] && echo passed || echo FAILED)" "$([ $status_b = 0 ] && echo passed || echo FAILED)" \
+  $((ended_b - started)) $(($(date +%s) - started))
+[ $status_a = 0 ] && [ $status_b = 0 ]
