@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import signal
+import subprocess
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -56,6 +58,7 @@ def leftovers_kill(record: Any, *, subprocess_pid: int | None, label: str) -> No
                 for pid in one.get("handles", []):
                     if isinstance(pid, int):
                         _kill_process_group(pid)
+    _slurm_job_cancel(getattr(record, "slurm_job", None) or {})
     if record.provider == "docker" or any(one.get("provider") == "docker" for one in records):
         try:
             from webapp.catalog.deployments import provider_get
@@ -63,6 +66,15 @@ def leftovers_kill(record: Any, *, subprocess_pid: int | None, label: str) -> No
             provider_get("docker").reap(**{label: str(record.pk)})
         except Exception:
             log.exception("could not reap the containers of %s %s", label, record.pk)
+
+
+def _slurm_job_cancel(job: dict) -> None:
+    """A lost run's Slurm job would train on for a run that has ended: where this host reaches the cluster (the
+    slurm queue's login node), it is cancelled too."""
+    from workers.worker.slurm import ENDED
+
+    if job.get("id") and job.get("state") not in ENDED and shutil.which("scancel"):
+        subprocess.run(["scancel", str(job["id"])], capture_output=True, timeout=30)
 
 
 def _records(deployment: dict | None) -> list[dict]:
