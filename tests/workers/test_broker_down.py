@@ -31,7 +31,7 @@ from webapp.jobs.models import Job
 from webapp.runs.models import Run, Status
 from webapp.runs.services import run_create
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.lane_b, pytest.mark.django_db(transaction=True)]
 
 
 def free_port() -> int:

@@ -16,7 +16,7 @@ from webapp.evals.statistics import pass_at_k
 from webapp.runs.models import MetricPoint, Status
 from webapp.runs.services import run_create
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.lane_b, pytest.mark.django_db(transaction=True)]
 
 
 def wait_evaluated(evaluation: Evaluation, timeout: float = 600) -> Evaluation:

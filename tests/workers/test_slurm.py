@@ -27,7 +27,7 @@ from webapp.celery_app import app
 from webapp.runs.models import Episode, MetricPoint, Run, Status
 from webapp.runs.services import run_create
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.lane_b, pytest.mark.django_db(transaction=True)]
 
 SMALL = {"num_generations": 4, "per_device_train_batch_size": 4, "max_completion_length": 96, "temperature": 0.7,
          "max_tool_calling_iterations": 2, "learning_rate": 5e-5, "cluster": "slurm"}  # fmt: skip

@@ -18,7 +18,7 @@ from tests.workers.conftest import process_alive, wait_final, wait_for
 from tests.workers.test_training_runs import SMALL, deployment_pids
 from webapp.runs.models import Episode, Status
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.lane_b, pytest.mark.django_db(transaction=True)]
 
 DEADLINE = 30.0
 
