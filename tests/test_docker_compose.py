@@ -10,17 +10,21 @@ from __future__ import annotations
 
 import calendar
 import contextlib
+import io
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 import yaml
+
+from webapp.artifacts.store import store_for
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_TIMEOUT = 900
@@ -79,6 +83,36 @@ def test_the_image_is_built_from_the_repos_dockerfile_with_its_charts():
     assert [line.split()[0] for line in after_dependencies.splitlines() if line[:4] in {"RUN ", "COPY"}] == ["COPY"]
 
 
+def host_network_variant_of(*args: str) -> dict:
+    out = subprocess.run([sys.executable, "deploy/compose_host_network.py", *args], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout  # fmt: skip
+    return yaml.safe_load(out)
+
+
+def test_a_worker_host_shares_only_the_store_and_keeps_the_deployment_s_urls_as_variables():
+    host = yaml.safe_load((ROOT / "docker-compose.worker-host.yml").read_text())
+    worker = host["services"]["worker"]
+    assert set(host["services"]) == {"worker"} and worker["hostname"].startswith("${TRAINYARD_HOST_NAME")
+    env = worker["environment"]
+    for name in ("DATABASE_URL", "REDIS_URL", "TRAINYARD_ARTIFACTS", "DJANGO_SECRET_KEY"):
+        assert env[name].startswith(f"${{{name}:?"), name  # refused unless the deployment's value is given
+    assert {v.split(":")[-1] for v in worker["volumes"]} == {"/data", "/cache", "/artifacts", "/var/run/docker.sock"}
+    assert {"host-data", "host-cache"} <= set(host["volumes"])  # its own, never the web's
+
+    variant = host_network_variant_of("--compose", "docker-compose.worker-host.yml", "--no-gpu-reservations")
+    worker = variant["services"]["worker"]
+    assert "deploy" not in worker and worker["network_mode"] == "host"
+    assert worker["environment"]["DATABASE_URL"].startswith("${DATABASE_URL:?")  # not the stack's own ports
+
+
+def test_the_host_network_variant_puts_an_extra_volume_in_place_of_the_one_at_the_same_path():
+    variant = host_network_variant_of("--volume", "/srv/shared:/artifacts", "--volume", "/m:/data/cache/models/m:ro")
+    for name in ("web", "worker", "cpu", "beat"):
+        volumes = variant["services"][name]["volumes"]
+        assert "/srv/shared:/artifacts" in volumes and "trainyard-artifacts:/artifacts" not in volumes, volumes
+        assert "/m:/data/cache/models/m:ro" in volumes and "trainyard-data:/data" in volumes
+
+
 # -- the stack, booted ------------------------------------------------------------------------------------
 
 
@@ -132,8 +166,14 @@ class Stack:
 
 @pytest.mark.docker
 @pytest.mark.slow
-@pytest.mark.timeout(3000)  # the first build of the app image on vfs takes ten minutes or more; later ones, seconds
-def test_the_compose_stack_boots_and_trains_a_run(tiny_model, tmp_path):
+@pytest.mark.timeout(3600)  # the first build of the app image on vfs takes ten minutes or more; later ones, seconds
+def test_the_compose_stack_and_a_second_worker_host_train_across_hosts(tiny_model, tmp_path, monkeypatch):
+    """The stack (host A) and a worker host started from docker-compose.worker-host.yml (host B: its own hostname,
+    its own data and cache volumes, its own pid namespace) share only PostgreSQL, Redis and the artifact store.
+    First the store is a folder both mount (what NFS gives two machines), then S3 (moto's server: no production
+    S3-compatible store installs here); on each: a run lands on B and succeeds, its log, checkpoints and final model
+    show on A's pages and download; B is killed mid-run, the run fails from heartbeats within 30 s, and resumes
+    on A from the checkpoint B left in the store."""
     from tests.conftest import require_docker
 
     require_docker()
@@ -153,27 +193,36 @@ def test_the_compose_stack_boots_and_trains_a_run(tiny_model, tmp_path):
     docker_build("deploy/postgres/Dockerfile", "trainyard-postgres:ci", base)
     docker_build("deploy/redis/Dockerfile", "trainyard-redis:ci", base)
     earlier_builds_removed(before=builds_started)
-    room_checked("trainyard:ci", containers=4)
+    room_checked("trainyard:ci", containers=5)
 
-    # The tiny model built here, readable by the image's user (safetensors writes its file 0600).
+    # The tiny model built here, readable by the image's user (safetensors writes its file 0600); host A has it in
+    # its cache and publishes it to the store, host B pulls it from there.
     model = tmp_path / tiny_model.name
     shutil.copytree(tiny_model, model)
     for path in [model, *model.iterdir()]:
         path.chmod(0o755 if path.is_dir() else 0o644)
+    store = tmp_path / "store"  # the shared folder: the one thing both hosts mount
+    store.mkdir()
+    store.chmod(0o777)
     socket = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock").removeprefix("unix://")
-    compose_file = tmp_path / "compose.host.yml"
-    with compose_file.open("w") as out:
-        subprocess.run(
-            [sys.executable, "deploy/compose_host_network.py", "--image", "trainyard:ci",
-             "--postgres-image", "trainyard-postgres:ci", "--redis-image", "trainyard-redis:ci", "--base-image", base,
-             "--docker-socket", socket, "--volume", f"{model}:/data/cache/models/{tiny_model.name}:ro"],
-            cwd=ROOT, stdout=out, check=True,
-        )  # fmt: skip
-    env = {**os.environ, "DJANGO_SECRET_KEY": "compose-test-secret-" + "x" * 40,
-           "DOCKER_GID": str(os.stat(socket).st_gid), "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+    common = ["--image", "trainyard:ci", "--base-image", base, "--docker-socket", socket]
+    a_file, b_file = tmp_path / "compose.host.yml", tmp_path / "worker-host.host.yml"
+    host_network_file(a_file, *common, "--postgres-image", "trainyard-postgres:ci", "--redis-image",
+                      "trainyard-redis:ci", "--volume", f"{model}:/data/cache/models/{tiny_model.name}:ro",
+                      "--volume", f"{store}:/artifacts")  # fmt: skip
+    host_network_file(b_file, *common, "--compose", "docker-compose.worker-host.yml", "--no-gpu-reservations")
+    secret = "compose-test-secret-" + "x" * 40
+    env = {**os.environ, "DJANGO_SECRET_KEY": secret, "DOCKER_GID": str(os.stat(socket).st_gid),
+           "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost", "TRAINYARD_ARTIFACTS": "file:///artifacts",
            # Creating a container copies the image's files on vfs: a minute or more each, four at once.
            "COMPOSE_HTTP_TIMEOUT": "900", "DOCKER_CLIENT_TIMEOUT": "900"}  # fmt: skip
-    stack = Stack(compose_file, env, project=f"trainyardci{os.getpid()}")
+    for name in ("DATABASE_URL", "REDIS_URL", "AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        env.pop(name, None)  # this test process's own services are not the stack's
+    stack = Stack(a_file, env, project=f"trainyardci{os.getpid()}")
+    host_b = Stack(b_file, {**env, "DATABASE_URL": "postgres://trainyard:trainyard@127.0.0.1:55432/trainyard",
+                            "REDIS_URL": "redis://127.0.0.1:56379/0", "TRAINYARD_HOST_NAME": HOST_B,
+                            "TRAINYARD_ARTIFACTS_MOUNT": str(store)},
+                   project=f"trainyardcihostb{os.getpid()}")  # fmt: skip
     stack_started = time.time()
     try:
         started = time.monotonic()
@@ -183,25 +232,142 @@ def test_the_compose_stack_boots_and_trains_a_run(tiny_model, tmp_path):
         assert "gpu-0@" in health["worker"]["detail"] and "cpu@" in health["worker"]["detail"]
         print(f"stack healthy in {time.monotonic() - started:.0f} s", file=sys.stderr)
 
-        stack.manage("bootstrap", "--skip-model")
+        stack.manage("bootstrap")  # the demo team, the built-ins, and the tiny model published to the store
         # The trust check of the new versions runs on the cpu worker (the default queue) meanwhile.
         wait_until(lambda: trust_state(stack) == "done", timeout=600, what="the trust check")
-        summary = json.loads(stack.manage(
-            "run", "create", "--env", "guess-number", "--max-steps", "3", "--provider", "docker", "--config",
-            json.dumps({"num_generations": 4, "per_device_train_batch_size": 4, "max_completion_length": 256,
-                        "max_tool_calling_iterations": 4, "temperature": 0.7, "learning_rate": 5e-5}),
-            "--wait", "--json",
-        ))  # fmt: skip
-        assert summary["status"] == "succeeded", summary
-        assert summary["metric_steps"] == 3 and summary["episodes"] == 12 and summary["env_tool_calls"] > 0
-        print(f"3-step run through compose: {json.dumps(summary)}", file=sys.stderr)
+        web = logged_in()
+        across_hosts(stack, host_b, web, store_for(store.as_uri()), what="folder store")
+
+        # The same deployment on S3: every host's TRAINYARD_ARTIFACTS changes (compose recreates the app services).
+        endpoint = s3_server_started()
+        bucket = f"trainyard-ci-{os.getpid()}"
+        s3 = {"TRAINYARD_ARTIFACTS": f"s3://{bucket}/deployment", "AWS_ENDPOINT_URL": endpoint,
+              "AWS_ACCESS_KEY_ID": "trainyard-ci", "AWS_SECRET_ACCESS_KEY": "trainyard-ci-secret"}  # fmt: skip
+        for name, value in s3.items():
+            monkeypatch.setenv(name, value)  # this process reads the store too
+        import boto3
+
+        boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket=bucket)
+        stack.env.update(s3)
+        host_b.env.update(s3)
+        stack("up", "-d")
+        wait_for_health("http://127.0.0.1:58000/healthz", timeout=300)
+        stack.manage("bootstrap")  # the tiny model into the new store
+        across_hosts(stack, host_b, logged_in(), store_for(s3["TRAINYARD_ARTIFACTS"]), what="S3 store (moto)")
     except BaseException:
         print(stack("logs", "--tail", "60", check=False)[-12000:], file=sys.stderr)
+        print(host_b("logs", "--tail", "60", check=False)[-8000:], file=sys.stderr)
         raise
     finally:
+        host_b("down", "-v", "--remove-orphans", check=False, timeout=600)
         stack("down", "-v", "--remove-orphans", check=False, timeout=600)
         environments_of_the_stack_removed(since=stack_started)
     assert "trainyardci" not in subprocess.run(["docker", "ps", "-a"], capture_output=True, text=True).stdout
+
+
+HOST_B = "gpu-host-b"
+SMALL = {"num_generations": 4, "per_device_train_batch_size": 4, "max_completion_length": 256,
+         "max_tool_calling_iterations": 4, "temperature": 0.7, "learning_rate": 5e-5}  # fmt: skip
+
+
+def across_hosts(stack: Stack, host_b: Stack, web: httpx.Client, store, *, what: str) -> None:
+    """One story on one store: B trains a run; B dies mid-run and A finishes it from B's checkpoint."""
+    started = time.monotonic()
+    stack("stop", "worker")  # host A's GPU worker: runs go to B meanwhile
+    host_b("up", "-d")
+    wait_until(lambda: f"gpu-0@{HOST_B}" in health_now()["worker"]["detail"], timeout=180, what="host B's worker")
+    hosts = web.get("/workers/").text
+    row = hosts[hosts.index(f'data-host="{HOST_B}') :]
+    row = row[: row.index("</tr>")]
+    assert "reachable" in row and ">yes<" in row, row  # B reaches the store and agrees with the web
+
+    # 1. A run lands on B and succeeds; its log, checkpoints and final model show on A's pages and download.
+    first = manage_json(stack, "run", "create", "--env", "guess-number", "--max-steps", "2", "--provider", "docker",
+                        "--config", json.dumps({**SMALL, "save_steps": 1}), "--wait", "--json")  # fmt: skip
+    assert first["status"] == "succeeded", first
+    assert first["worker_host"].startswith(HOST_B), first["worker_host"]
+    assert first["metric_steps"] == 2 and first["env_tool_calls"] > 0, first
+    assert {"final", "checkpoint-2"} <= set(first["saved_models"]), first["saved_models"]
+    stack("exec", "-T", "web", "test", "!", "-e", f"/data/runs/{first['id']}")  # A's disk holds nothing of it
+    page = web.get(f"/runs/{first['id']}/").text
+    assert "checkpoint-2" in page and f"/runs/{first['id']}/models/final.tar.gz" in page
+    log = web.get(f"/runs/{first['id']}/log.txt")
+    assert log.status_code == 200 and "pulling" in log.text and "from the artifact store" in log.text, log.text[:800]
+    for name in ("final", "checkpoint-2"):
+        assert any(n.endswith("model.safetensors") for n in downloaded(web, first["id"], name)), name
+
+    # 2. A second run on B; B is killed (the whole host: its container) after its first checkpoint.
+    second = manage_json(stack, "run", "create", "--env", "guess-number", "--max-steps", "6", "--provider",
+                         "docker", "--config", json.dumps({**SMALL, "save_steps": 2}), "--json")  # fmt: skip
+    marker = f"runs/{second['id']}/checkpoints/checkpoint-2/trainer_state.json"
+    wait_until(lambda: store.exists(marker), timeout=600, what="B's first checkpoint in the store", interval=0.5)
+    host_b("kill", "worker")
+    killed_at = time.monotonic()
+    wait_until(lambda: manage_json(stack, "run", "show", str(second["id"]))["status"] == "failed", timeout=90,
+               what="the run of the killed host to fail", interval=1)  # fmt: skip
+    failed_after = time.monotonic() - killed_at
+    shown = manage_json(stack, "run", "show", str(second["id"]))
+    assert "worker lost" in shown["failure_reason"], shown
+    assert failed_after <= 30, f"failed {failed_after:.0f} s after its host died"
+
+    # 3. Resumed, it finishes on A from B's checkpoint in the store.
+    stack("start", "worker")
+    resumed = manage_json(stack, "run", "resume", str(second["id"]), "--wait", "--json")
+    assert resumed["status"] == "succeeded" and resumed["resume_from"] == "checkpoint-2", resumed
+    assert not resumed["worker_host"].startswith(HOST_B) and resumed["metric_steps"] == 6, resumed
+    assert "pulling checkpoint-2 from the artifact store" in web.get(f"/runs/{second['id']}/log.txt").text
+    host_b("down", "-v")
+    print(f"across hosts on the {what}: {time.monotonic() - started:.0f} s; the run failed {failed_after:.0f} s "
+          f"after its host died; resumed: {json.dumps(resumed)}", file=sys.stderr)  # fmt: skip
+
+
+def host_network_file(out_path: Path, *args: str) -> None:
+    with out_path.open("w") as out:
+        subprocess.run([sys.executable, "deploy/compose_host_network.py", *args], cwd=ROOT, stdout=out, check=True)
+
+
+def manage_json(stack: Stack, *args: str) -> dict:
+    return json.loads(stack.manage(*args))
+
+
+def health_now() -> dict:
+    try:
+        return httpx.get("http://127.0.0.1:58000/healthz", timeout=5).json()
+    except (httpx.HTTPError, ValueError):
+        return {"worker": {"detail": ""}}
+
+
+def logged_in() -> httpx.Client:
+    """A browser's session for the demo user on the stack's web server (its login form, CSRF token and all)."""
+    web = httpx.Client(base_url="http://127.0.0.1:58000", timeout=60)
+    web.get("/login/")
+    response = web.post("/login/", data={"username": "demo", "password": "trainyard-demo",
+                                         "csrfmiddlewaretoken": web.cookies["csrftoken"]})  # fmt: skip
+    assert response.status_code == 302, response.text[:2000]
+    return web
+
+
+def downloaded(web: httpx.Client, run_id: int, name: str) -> list[str]:
+    response = web.get(f"/runs/{run_id}/models/{name}.tar.gz")
+    assert response.status_code == 200, (name, response.status_code)
+    with tarfile.open(fileobj=io.BytesIO(response.content), mode="r:gz") as tar:
+        return tar.getnames()
+
+
+def s3_server_started() -> str:
+    """moto's S3-compatible server on this machine's network (the stack's containers share it); stopped with the
+    test process."""
+    import logging
+
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # a line per request otherwise
+    with contextlib.closing(__import__("socket").socket()) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port)
+    server.start()
+    return f"http://127.0.0.1:{port}"
 
 
 def environments_of_the_stack_removed(*, since: float) -> None:
@@ -229,7 +395,7 @@ def leftover_stacks_removed() -> None:
     projects = docker_cli("ps", "-a", "--filter", "label=com.docker.compose.project", "--format",
                           '{{.Label "com.docker.compose.project"}}').split()  # fmt: skip
     for project in set(projects):
-        pid = project.removeprefix("trainyardci")
+        pid = project.removeprefix("trainyardci").removeprefix("hostb")  # the stack's, and its second host's
         if project == pid or not pid.isdigit() or Path(f"/proc/{pid}").exists():
             continue
         label = f"label=com.docker.compose.project={project}"
@@ -289,10 +455,10 @@ def wait_for_health(url: str, *, timeout: float) -> dict:
     raise AssertionError(f"/healthz not green within {timeout:.0f} s: {body}")
 
 
-def wait_until(predicate, *, timeout: float, what: str) -> None:
+def wait_until(predicate, *, timeout: float, what: str, interval: float = 3) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return
-        time.sleep(3)
+        time.sleep(interval)
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")

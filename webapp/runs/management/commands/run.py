@@ -1,5 +1,5 @@
-"""`manage.py run create --env SLUG --model tiny-local --max-steps N [--provider process|docker] [--wait] --json`
-and `manage.py run cancel ID`."""
+"""`manage.py run create --env SLUG --model tiny-local --max-steps N [--provider process|docker] [--wait] --json`,
+`manage.py run show ID`, `run cancel ID` and `run resume ID [--checkpoint NAME] [--wait] [--json]`."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from webapp.accounts.models import Team
+from webapp.artifacts.saved_models import saved_models
 from webapp.catalog.management.commands.env import environment_resolve
 from webapp.core.cli_errors import validation_text
 from webapp.runs import services
@@ -43,6 +44,10 @@ def run_summary(run: Run) -> dict:
             {"step": e.step, "status": e.status, "id": e.pk, "results": e.results}
             for e in run.evaluations.order_by("step")
         ],
+        # Where it ran (HOST#PIDNS:PID, also while it runs) and what it resumed from; its saved models in the store.
+        "worker_host": run.worker_host,
+        "resume_from": run.resume_from,
+        "saved_models": [m.name for m in saved_models(run)],
         "parent": {"run": run.parent_id, "model": run.parent_model, "step": run.parent_step} if run.parent_id else None,
     }
 
@@ -99,16 +104,25 @@ class Command(BaseCommand):
         cancel.add_argument("run_id", type=int)
         show = sub.add_parser("show", help="print a run's summary")
         show.add_argument("run_id", type=int)
+        resume = sub.add_parser("resume", help="queue a finished run again from its last checkpoint in the store")
+        resume.add_argument("run_id", type=int)
+        resume.add_argument("--checkpoint", help="a checkpoint name, e.g. checkpoint-4 (default: the last one)")
+        resume.add_argument("--wait", action="store_true", help="wait for the run to finish, with a progress bar")
+        resume.add_argument("--timeout", type=float, default=3600)
+        resume.add_argument("--json", action="store_true")
 
     def handle(self, *args, **options) -> None:
         action = options["action"]
         if action == "cancel":
-            run = Run.objects.get(pk=options["run_id"])
+            run = self.run_of(options)
             services.run_request_cancel(run=run, user=None)
             self.stdout.write(json.dumps(run_summary(run)))
             return
         if action == "show":
-            self.stdout.write(json.dumps(run_summary(Run.objects.get(pk=options["run_id"])), indent=2))
+            self.stdout.write(json.dumps(run_summary(self.run_of(options)), indent=2))
+            return
+        if action == "resume":
+            self.resume(options)
             return
         environment = environment_resolve(options["env"], None)
         versions = environment.versions.all()
@@ -146,6 +160,27 @@ class Command(BaseCommand):
             )  # fmt: skip
         except ValidationError as exc:
             raise CommandError(validation_text(exc)) from exc
+        self.report(run, options)
+
+    @staticmethod
+    def run_of(options: dict) -> Run:
+        run = Run.objects.filter(pk=options["run_id"]).first()
+        if run is None:
+            raise CommandError(f"there is no run {options['run_id']}")
+        return run
+
+    def resume(self, options: dict) -> None:
+        run = self.run_of(options)
+        checkpoint = options["checkpoint"]
+        if checkpoint and checkpoint not in {m.name for m in saved_models(run)} - {"final"}:
+            raise CommandError(f"--checkpoint: run {run.pk} has no {checkpoint} in the artifact store")
+        try:
+            run = services.run_resume(run=run, user=None, checkpoint=checkpoint)
+        except ValidationError as exc:
+            raise CommandError(validation_text(exc)) from None
+        self.report(run, options)
+
+    def report(self, run: Run, options: dict) -> None:
         if options["wait"]:
             run = run_follow(run, file=sys.stderr, timeout=options["timeout"])
         summary = run_summary(run)
