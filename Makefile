@@ -10,12 +10,14 @@ export TRL_EXPERIMENTAL_SILENCE := 1
 
 .PHONY: demo test setup lint format bench clean
 
-$(STAMP): pyproject.toml package.json
+$(STAMP): pyproject.toml client/pyproject.toml package.json
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# torch first, pinned: this takes the CPU wheel on a machine without a GPU and never a CUDA build here.
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e '.[dev]'
+	# The Python client (client/: its own package, import name trainyard), for its tests and the benches.
+	$(PY) -m pip install -q -e ./client
 	$(PY) -m pip check
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $(STAMP)

@@ -8,6 +8,7 @@ embedded ones: a SQLite file and a bundled Redis on a unix socket, both under th
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from pathlib import Path
 
@@ -110,6 +111,8 @@ INSTALLED_APPS = [
     "webapp.jobs",
     "webapp.evals",
     "webapp.demo",
+    "webapp.tokens",
+    "webapp.api",
     # manage.py commands that do a worker's work in the calling process (bootstrap, model): the web never imports them
     "workers.cli",
 ]
@@ -213,6 +216,8 @@ CELERY_BEAT_SCHEDULE = {
 TRAINYARD_CANCEL_GRACE = env_int("TRAINYARD_CANCEL_GRACE", 20, minimum=0)
 TRAINYARD_HEARTBEAT_TIMEOUT = env_int("TRAINYARD_HEARTBEAT_TIMEOUT", 300, minimum=5)
 TRAINYARD_LOST_AFTER = env_int("TRAINYARD_LOST_AFTER", 120, minimum=10)
+# An external run (launched elsewhere, reported through the API) whose client has not beaten for this long is crashed.
+TRAINYARD_EXTERNAL_CRASH_AFTER = env_int("TRAINYARD_EXTERNAL_CRASH_AFTER", 40, minimum=5)
 # A worker keeps a trainer process that has imported torch and TRL, and an environment server process that has
 # imported OpenEnv, waiting for its next run (workers/standby.py): seconds off every run's start, for the memory of
 # two idle processes.
@@ -224,6 +229,12 @@ TRAINYARD_WORKER_BEAT = env_int("TRAINYARD_WORKER_BEAT", 5, minimum=1)
 TRAINYARD_WORKER_LOST_AFTER = env_int("TRAINYARD_WORKER_LOST_AFTER", 15, minimum=3)
 # How often a worker copies a running trainer's or evaluator's log to the artifact store (pages read it there).
 TRAINYARD_PUBLISH_SECONDS = env_int("TRAINYARD_PUBLISH_SECONDS", 5, minimum=1)
+
+# The REST API (/api/v1/): requests per token, as N/s, N/m, N/h or N/d (a 429 beyond it). The count is kept in the
+# cache: per web process with the default local-memory cache.
+TRAINYARD_API_RATE = env_str("TRAINYARD_API_RATE", "1200/m")
+if not re.fullmatch(r"\d+/[smhd]", TRAINYARD_API_RATE):
+    raise ImproperlyConfigured(f"TRAINYARD_API_RATE must look like 1200/m, not {TRAINYARD_API_RATE!r}")
 
 # Slurm: the defaults of the queue whose worker (on a login node: `celery -A workers worker -Q slurm`) submits runs
 # with sbatch; a run overrides them in its resources group. TRAINYARD_SLURM_TEMPLATE: a job script of your own

@@ -5,8 +5,10 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from webapp.accounts import views as account_views
+from webapp.api.api import api, api_not_found
 from webapp.core import views as core_views
 from webapp.fleet import views as fleet_views
+from webapp.tokens import views as token_views
 
 handler400 = "webapp.core.views.bad_request"
 handler403 = "webapp.accounts.views.permission_denied"
@@ -14,6 +16,10 @@ handler403 = "webapp.accounts.views.permission_denied"
 urlpatterns = [
     path("", core_views.home, name="home"),
     path("healthz", fleet_views.healthz, name="healthz"),
+    path("api/v1/", api.urls),
+    path("api/v1/<path:rest>", api_not_found),
+    path("settings/tokens/", token_views.tokens_view, name="tokens"),
+    path("settings/tokens/<id:pk>/revoke/", token_views.token_revoke_view, name="token-revoke"),
     path("login/", auth_views.LoginView.as_view(template_name="accounts/login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("teams/switch/", account_views.team_switch, name="team-switch"),

@@ -18,20 +18,30 @@ class Status(models.TextChoices):
     SUCCEEDED = "succeeded", "Succeeded"
     FAILED = "failed", "Failed"
     CANCELLED = "cancelled", "Cancelled"
+    # An external run whose script stopped reporting (killed, its machine lost) without saying how it ended.
+    CRASHED = "crashed", "Crashed"
 
 
 ACTIVE_STATUSES = (Status.QUEUED, Status.PROVISIONING, Status.RUNNING, Status.CANCELLING)
-FINAL_STATUSES = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
+FINAL_STATUSES = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED, Status.CRASHED)
+
+
+class Kind(models.TextChoices):
+    WORKER = "worker", "Trained by a Trainyard worker"
+    EXTERNAL = "external", "Launched elsewhere, reported through the API"
+
 
 # The legal moves of the status machine; a resume puts a finished run back in the queue.
 TRANSITIONS: dict[str, set[str]] = {
     Status.QUEUED: {Status.PROVISIONING, Status.CANCELLED, Status.FAILED},
     Status.PROVISIONING: {Status.RUNNING, Status.FAILED, Status.CANCELLING, Status.CANCELLED},
-    Status.RUNNING: {Status.SUCCEEDED, Status.FAILED, Status.CANCELLING, Status.CANCELLED},
-    Status.CANCELLING: {Status.CANCELLED, Status.FAILED, Status.SUCCEEDED},
+    Status.RUNNING: {Status.SUCCEEDED, Status.FAILED, Status.CANCELLING, Status.CANCELLED, Status.CRASHED},
+    Status.CANCELLING: {Status.CANCELLED, Status.FAILED, Status.SUCCEEDED, Status.CRASHED},
     Status.SUCCEEDED: {Status.QUEUED},
     Status.FAILED: {Status.QUEUED},
     Status.CANCELLED: {Status.QUEUED},
+    # A crashed external run whose script reports again (it was only cut off) runs on.
+    Status.CRASHED: {Status.QUEUED, Status.RUNNING, Status.SUCCEEDED, Status.FAILED, Status.CANCELLED},
 }
 TIMESTAMP_FIELD = {
     Status.QUEUED: "queued_at",
@@ -41,11 +51,16 @@ TIMESTAMP_FIELD = {
     Status.SUCCEEDED: "finished_at",
     Status.FAILED: "finished_at",
     Status.CANCELLED: "finished_at",
+    Status.CRASHED: "finished_at",
 }
 
 
 class Run(models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="runs")
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.WORKER, db_index=True)
+    external = models.JSONField(
+        default=dict, blank=True, help_text="An external run: the host, launch command and client it reported"
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     name = models.CharField(max_length=100)
     env_version = models.ForeignKey(EnvironmentVersion, on_delete=models.PROTECT, related_name="runs")
@@ -121,6 +136,10 @@ class Run(models.Model):
         return self.status in ACTIVE_STATUSES
 
     @property
+    def is_external(self) -> bool:
+        return self.kind == Kind.EXTERNAL
+
+    @property
     def never_stepped(self) -> bool:
         """Episodes were played but not one tool call reached the environment: whatever its status says, this run
         trained on nothing the environment did."""
@@ -193,6 +212,22 @@ class Episode(models.Model):
 
     def __str__(self) -> str:
         return f"episode {self.group}.{self.index_in_group} of step {self.step}"
+
+
+class ExternalBatch(models.Model):
+    """A batch an external run's client sent, by its idempotency key: a retried batch is recorded once."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="external_batches")
+    key = models.CharField(max_length=100)
+    metrics = models.PositiveIntegerField(default=0, help_text="Metric values it held")
+    episodes = models.PositiveIntegerField(default=0)
+    received_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "key"], name="one_batch_per_key")]
+
+    def __str__(self) -> str:
+        return f"batch {self.key} of run {self.run_id}"
 
 
 class RunPrompts(models.Model):

@@ -45,8 +45,8 @@ def run_transition(run: Run, to: str, *, reason: str = "", **fields: Any) -> Run
             raise IllegalTransition(f"A run cannot go from {current.status} to {to}.")
         now = timezone.now()
         updates: dict[str, Any] = {"status": to, TIMESTAMP_FIELD[to]: now, **fields}
-        if to == Status.FAILED:
-            updates["failure_reason"] = reason or "failed"
+        if to in (Status.FAILED, Status.CRASHED):
+            updates["failure_reason"] = reason or to
         if to == Status.QUEUED:
             updates.update(failure_reason="", finished_at=None, cancel_requested_at=None)
         Run.objects.filter(pk=run.pk).update(**updates)
@@ -171,6 +171,8 @@ def run_resume(*, run: Run, user, checkpoint: str | None = None) -> Run:
         membership_require(user=user, team=run.team, role=Role.MEMBER)
     if run.status not in FINAL_STATUSES:
         raise IllegalTransition(f"{run.name} is {run.status}; only a finished run can resume.")
+    if run.is_external:
+        raise IllegalTransition(f"{run.name} was launched outside Trainyard: its own script resumes it.")
     found = checkpoint or latest_checkpoint(run.pk)  # a name in the artifact store: any host pulls it
     run = run_transition(run, Status.QUEUED, resume_from=found or "", trainer_outcome="")
     run_start(run)

@@ -1,39 +1,30 @@
 """What the trainer records: every logged metric of every step, and every episode in full.
 
-The database is written first (batched: one bulk insert per step), then small deltas are published with the run's
-sequence numbers. Runs inside the trainer subprocess, with Django set up.
+The trainer's side: batching, and turning TRL's completions and the environments' logs into episodes. Writing and
+publishing is webapp.runs.ingest's, which an external run's API batches go through too. Runs inside the trainer
+subprocess, with Django set up.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import math
 import random
-import statistics
 import time
 from typing import Any
 
-from django.db import transaction
-from django.db.models import F
-from django.utils import timezone
-
-from envs.adapter import EpisodeLog, ToolEnvironment
-from webapp.live.publish import publish
-from webapp.runs.metric_writes import points_write
+from envs.adapter import ToolEnvironment
+from webapp.runs.ingest import (
+    episode_delta,
+    episode_turns,
+    episodes_ingest,
+    group_advantages,
+    metrics_ingest,
+    numeric_metrics,
+    prompt_text,
+    row_key,
+)
 from webapp.runs.models import Episode, Run
 
-TEXT_LIMIT = 4000  # characters of one message kept in a live delta (the database keeps it whole)
-
-
-def numeric_metrics(logs: dict[str, Any]) -> dict[str, float]:
-    out = {}
-    for name, value in logs.items():
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            continue
-        if math.isfinite(float(value)):
-            out[name] = float(value)
-    return out
+__all__ = ["EpisodeRecorder", "MetricRecorder", "episode_turns", "group_advantages", "numeric_metrics", "row_key"]
 
 
 class MetricRecorder:
@@ -68,77 +59,7 @@ class MetricRecorder:
         if not self._buffer:
             return 0
         batch, self._buffer, self._buffered_points = self._buffer, [], 0
-        points = [(name, step, value, wall) for step, wall, values in batch for name, value in values.items()]
-        last_step = max(step for step, _, _ in batch)
-        with transaction.atomic():
-            # A resumed run logs its steps again: the newer value wins.
-            points_write(self.run_id, points)
-            Run.objects.filter(pk=self.run_id).update(step=last_step, heartbeat_at=timezone.now())
-        progress = min(1.0, last_step / self.max_steps) if self.max_steps else 0.0
-        events = [("run.metrics", {"step": step, "wall_time": wall, "values": values}) for step, wall, values in batch]
-        summary = {"step": last_step, "max_steps": self.max_steps, "progress": round(progress, 4)}
-        # The runs list's sparkline: every rewarded step of the batch, as (step, reward).
-        rewards = [[step, values["reward"]] for step, _, values in batch if "reward" in values]
-        if rewards:
-            summary["rewards"] = rewards
-        events.append(("run.progress", summary))
-        publish(self.run_id, events, team_id=self.team_id)
-        return len(points)
-
-
-def _short(text: Any) -> Any:
-    if isinstance(text, str) and len(text) > TEXT_LIMIT:
-        return text[:TEXT_LIMIT] + "…"
-    return text
-
-
-def episode_turns(completion: list[dict[str, Any]], log: EpisodeLog | None) -> list[dict[str, Any]]:
-    """Assistant turns with their tool calls, and tool results matched with the environment's own events."""
-    events = list(log.events) if log else []
-    turns: list[dict[str, Any]] = []
-    for message in completion:
-        role = message.get("role")
-        if role == "assistant":
-            calls = [
-                {"name": (c.get("function") or {}).get("name"), "arguments": (c.get("function") or {}).get("arguments")}
-                for c in message.get("tool_calls") or []
-            ]
-            turns.append({"role": "assistant", "content": message.get("content") or "", "tool_calls": calls})
-        elif role == "tool":
-            content = message.get("content")
-            turn = {"role": "tool", "name": message.get("name"), "content": content if isinstance(content, str)
-                    else str(content), "reward": None, "done": None, "error": None}  # fmt: skip
-            # The environment saw this call iff an event of the same tool is next in its log.
-            if events and events[0].tool == message.get("name"):
-                event = events.pop(0)
-                turn.update(reward=event.reward, done=event.done, error=event.error, seconds=round(event.seconds, 4))
-            elif isinstance(turn["content"], str) and turn["content"].startswith("{'error'"):
-                turn["error"] = turn["content"]
-            turns.append(turn)
-    return turns
-
-
-def group_advantages(rewards: list[float], group_size: int) -> list[float | None]:
-    """GRPO's advantage: reward minus its group's mean, divided by the group's standard deviation."""
-    out: list[float | None] = []
-    for start in range(0, len(rewards), group_size):
-        group = rewards[start : start + group_size]
-        mean = statistics.fmean(group)
-        std = statistics.pstdev(group) if len(group) > 1 else 0.0
-        out += [(r - mean) / (std + 1e-4) for r in group]
-    return out
-
-
-def prompt_text(prompt: Any) -> str:
-    if isinstance(prompt, list):
-        return "\n\n".join(str(m.get("content", "")) for m in prompt if isinstance(m, dict))
-    return str(prompt)
-
-
-def row_key(prompt: str, reset_kwargs: dict[str, Any]) -> str:
-    """The dataset row an episode played: the same prompt and reset columns (seed included) in any run."""
-    body = json.dumps({"prompt": prompt, "reset": reset_kwargs}, sort_keys=True, default=str)
-    return hashlib.sha256(body.encode()).hexdigest()[:32]
+        return metrics_ingest(self.run_id, batch, team_id=self.team_id, max_steps=self.max_steps)
 
 
 def transcripts_to_keep(rewards: list[float], errored: list[bool], sample: int, seed: int) -> set[int]:
@@ -224,31 +145,9 @@ class EpisodeRecorder:
                 )
             )
         answered, failed = environment_calls(environments)
-        with transaction.atomic():
-            Episode.objects.bulk_create(rows)
-            Run.objects.filter(pk=self.run_id).update(
-                episodes_recorded=F("episodes_recorded") + len(rows),
-                env_tool_calls=F("env_tool_calls") + answered,
-                env_tool_errors=F("env_tool_errors") + failed,
-            )
+        episodes_ingest(self.run_id, rows, answered=answered, failed=failed)
         self.last_counts = {"env/tool_calls": answered, "env/tool_errors": failed,
                             "env/tool_calls_per_episode": answered / max(1, len(rows))}  # fmt: skip
-        publish(self.run_id, [("run.episode", {"step": step, "episode": self.delta(e)}) for e in rows])
         return rows
 
-    @staticmethod
-    def delta(episode: Episode) -> dict[str, Any]:
-        turns = [{**t, "content": _short(t.get("content"))} for t in episode.turns]
-        return {
-            "id": episode.pk,
-            "group": episode.group,
-            "index": episode.index_in_group,
-            "reward": episode.reward,
-            "advantage": episode.advantage,
-            "num_tool_calls": episode.num_tool_calls,
-            "num_tool_errors": episode.num_tool_errors,
-            "error": episode.error,
-            "environment": episode.environment,
-            "rank": episode.rank,
-            "turns": turns,
-        }
+    delta = staticmethod(episode_delta)

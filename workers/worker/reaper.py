@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from webapp.evals.models import EvalStatus, Evaluation
 from webapp.evals.services import evaluation_fail
-from webapp.runs.models import Run, Status
+from webapp.runs.models import Kind, Run, Status
 from webapp.runs.services import IllegalTransition, run_fail, run_transition
 from workers.worker.host_identity import host_identity
 
@@ -118,8 +118,9 @@ class WorkOnWorkers:
 
 def work_on_workers() -> list[WorkOnWorkers]:
     return [
-        WorkOnWorkers("run", Run.objects.filter(status__in=[Status.PROVISIONING, Status.RUNNING, Status.CANCELLING]),
-                      "provisioning_at", run_reap),
+        # An external run has no worker: its client's silence crashes it (webapp/runs/external.py).
+        WorkOnWorkers("run", Run.objects.filter(status__in=[Status.PROVISIONING, Status.RUNNING, Status.CANCELLING],
+                                                kind=Kind.WORKER), "provisioning_at", run_reap),
         WorkOnWorkers("evaluation", Evaluation.objects.filter(
             status__in=[EvalStatus.PROVISIONING, EvalStatus.RUNNING, EvalStatus.CANCELLING], run__isnull=True),
             "started_at", evaluation_reap),

@@ -37,14 +37,16 @@ def execute_evaluation(evaluation_id: int) -> str:
 
 @app.task(name="workers.reap_lost_runs", ignore_result=True)
 def reap_lost_runs() -> dict[str, list[int]]:
-    """Runs and evaluations whose worker is gone, and jobs left running by one (beat, every 10 s)."""
+    """Runs and evaluations whose worker is gone, jobs left running by one, and external runs whose script stopped
+    reporting (beat, every 10 s)."""
     from django.conf import settings
 
     from webapp.jobs.services import jobs_lost_fail
+    from webapp.runs.external import external_runs_crash
     from workers.worker.reaper import reap_lost
 
     jobs_lost_fail(older_than_s=settings.TRAINYARD_JOB_LOST_AFTER)
-    return reap_lost()
+    return {**reap_lost(), "external_crashed": external_runs_crash()}
 
 
 @app.task(name="workers.run_trust_check", ignore_result=True)

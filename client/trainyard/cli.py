@@ -1,0 +1,120 @@
+"""`trainyard`: the common actions from a laptop with a token (TRAINYARD_URL, TRAINYARD_TOKEN).
+
+trainyard env list [--json]
+trainyard run list|show ID|cancel ID [--json]
+trainyard run create --env SLUG [--max-steps N] [--config JSON] [--wait] [--json]
+trainyard eval show ID [--json]
+trainyard sync SPOOL          # send what a finished script left in its spool file
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from trainyard.http import ApiError, call
+from trainyard.sender import Spool
+
+FINAL = {"succeeded", "failed", "cancelled", "crashed"}
+
+
+def _api(args, method: str, path: str, body: Any = None) -> dict:
+    return call(method, f"{args.url.rstrip('/')}/api/v1{path}", args.token, body, timeout=60)
+
+
+def _print(args, value: Any, line: str) -> None:
+    print(json.dumps(value, indent=2) if args.json else line)
+
+
+def _wait(args, run: dict) -> dict:
+    while run["status"] not in FINAL:
+        done = run["step"] / run["max_steps"] if run["max_steps"] else 0.0
+        bar = "#" * int(done * 30)
+        print(f"\r[{bar:<30}] {done:4.0%} step {run['step']}/{run['max_steps']} {run['status']:<12}", end="",
+              file=sys.stderr, flush=True)  # fmt: skip
+        time.sleep(2)
+        run = _api(args, "GET", f"/runs/{run['id']}")
+    print(file=sys.stderr)
+    return run
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="trainyard", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--url", default=os.environ.get("TRAINYARD_URL", ""))
+    parser.add_argument("--token", default=os.environ.get("TRAINYARD_TOKEN", ""))
+    parser.add_argument("--json", action="store_true")
+    sub = parser.add_subparsers(dest="what", required=True)
+    env = sub.add_parser("env").add_subparsers(dest="action", required=True)
+    env.add_parser("list")
+    run = sub.add_parser("run").add_subparsers(dest="action", required=True)
+    run.add_parser("list")
+    for name in ("show", "cancel"):
+        run.add_parser(name).add_argument("run_id", type=int)
+    create = run.add_parser("create")
+    create.add_argument("--env", required=True)
+    create.add_argument("--model", default="tiny-local")
+    create.add_argument("--max-steps", type=int, default=20)
+    create.add_argument("--config", default="{}")
+    create.add_argument("--wait", action="store_true")
+    evaluation = sub.add_parser("eval").add_subparsers(dest="action", required=True)
+    evaluation.add_parser("show").add_argument("eval_id", type=int)
+    sub.add_parser("sync").add_argument("spool", type=Path)
+    args = parser.parse_args(argv)
+    if not args.url or not args.token:
+        parser.error("set --url and --token (or TRAINYARD_URL and TRAINYARD_TOKEN)")
+    try:
+        return _run(args)
+    except ApiError as exc:
+        print(f"trainyard: {exc}", file=sys.stderr)
+        return 1
+
+
+def _run(args) -> int:
+    if args.what == "env":
+        page = _api(args, "GET", "/environments?limit=500")
+        _print(args, page, "\n".join(f"{e['slug']}\t{e['versions'][0]['label'] if e['versions'] else '-'}\t"
+                                     f"{e['description'][:60]}" for e in page["items"]))  # fmt: skip
+    elif args.what == "eval":
+        found = _api(args, "GET", f"/evaluations/{args.eval_id}")
+        _print(args, found, f"evaluation {found['id']} {found['name']}: {found['status']}")
+    elif args.what == "sync":
+        return _sync(args)
+    elif args.action == "list":
+        page = _api(args, "GET", "/runs?limit=100")
+        _print(args, page, "\n".join(f"{r['id']}\t{r['status']}\t{r['kind']}\t{r['name']}" for r in page["items"]))
+    elif args.action == "create":
+        found = _api(args, "POST", "/runs", {"env": args.env, "model": args.model, "max_steps": args.max_steps,
+                                             "config": json.loads(args.config)})  # fmt: skip
+        found = _wait(args, found) if args.wait else found
+        _print(args, found, f"run {found['id']} {found['name']}: {found['status']}")
+        return 0 if not args.wait or found["status"] == "succeeded" else 1
+    else:
+        path = f"/runs/{args.run_id}" + ("/cancel" if args.action == "cancel" else "")
+        found = _api(args, "POST" if args.action == "cancel" else "GET", path)
+        _print(args, found, f"run {found['id']} {found['name']}: {found['status']}")
+    return 0
+
+
+def _sync(args) -> int:
+    """Send a spool file's batches (each recorded once by its key, however often it is sent)."""
+    name = args.spool.name  # HOST-run-ID.jsonl
+    run_id = int(name.rsplit("-run-", 1)[1].removesuffix(".jsonl"))
+    spool = Spool(args.spool)
+    pending = spool.pending()
+    for number, batch in enumerate(pending, start=1):
+        answer = _api(args, "POST", f"/runs/{run_id}/log", batch)
+        spool.ack(batch["batch_id"])
+        print(f"\r{number}/{len(pending)} batches sent{' (already there)' if answer['duplicate'] else ''}",
+              end="", file=sys.stderr)  # fmt: skip
+    print(file=sys.stderr)
+    spool.clear_if_done()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
