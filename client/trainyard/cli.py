@@ -51,6 +51,13 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="what", required=True)
     env = sub.add_parser("env").add_subparsers(dest="action", required=True)
     env.add_parser("list")
+    add = env.add_parser("add")
+    source = add.add_mutually_exclusive_group(required=True)
+    for kind in ("git", "folder", "image", "url"):
+        source.add_argument(f"--{kind}", help=f"the environment's {kind}")
+    add.add_argument("--subdir", default="", help="its folder in the git repository")
+    add.add_argument("--ref", default="", help="branch, tag or commit (git)")
+    add.add_argument("--name", default="")
     run = sub.add_parser("run").add_subparsers(dest="action", required=True)
     run.add_parser("list")
     for name in ("show", "cancel"):
@@ -63,6 +70,13 @@ def main(argv: list[str] | None = None) -> int:
     create.add_argument("--wait", action="store_true")
     evaluation = sub.add_parser("eval").add_subparsers(dest="action", required=True)
     evaluation.add_parser("show").add_argument("eval_id", type=int)
+    eval_create = evaluation.add_parser("create")
+    eval_create.add_argument("--model", required=True)
+    eval_create.add_argument("--env", action="append", required=True, help="SLUG or SLUG@VERSION (repeatable)")
+    eval_create.add_argument("--episodes", type=int, default=32)
+    eval_create.add_argument("--k", type=int, default=1)
+    eval_create.add_argument("--sample", action="store_true", help="sample (default: greedy decoding)")
+    eval_create.add_argument("--wait", action="store_true")
     sub.add_parser("sync").add_argument("spool", type=Path)
     args = parser.parse_args(argv)
     if not args.url or not args.token:
@@ -75,6 +89,29 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args) -> int:
+    if args.what == "env" and args.action == "add":
+        return _env_add(args)
+    if args.what == "eval" and args.action == "create":
+        found = _api(
+            args,
+            "POST",
+            "/evaluations",
+            {
+                "model": args.model,
+                "environments": args.env,
+                "episodes": args.episodes,
+                "k": args.k,
+                "greedy": not args.sample,
+            },
+        )
+        while args.wait and found["status"] not in FINAL:
+            done = found["episodes_done"] / found["episodes_total"] if found["episodes_total"] else 0.0
+            print(f"\r[{'#' * int(done * 30):<30}] {done:4.0%} {found['status']:<12}", end="", file=sys.stderr,
+                  flush=True)  # fmt: skip
+            time.sleep(2)
+            found = _api(args, "GET", f"/evaluations/{found['id']}")
+        _print(args, found, f"evaluation {found['id']} {found['name']}: {found['status']}")
+        return 0 if not args.wait or found["status"] == "succeeded" else 1
     if args.what == "env":
         page = _api(args, "GET", "/environments?limit=500")
         _print(args, page, "\n".join(f"{e['slug']}\t{e['versions'][0]['label'] if e['versions'] else '-'}\t"
@@ -97,6 +134,27 @@ def _run(args) -> int:
         path = f"/runs/{args.run_id}" + ("/cancel" if args.action == "cancel" else "")
         found = _api(args, "POST" if args.action == "cancel" else "GET", path)
         _print(args, found, f"run {found['id']} {found['name']}: {found['status']}")
+    return 0
+
+
+def _env_add(args) -> int:
+    """Add an environment through a job on a worker, with its phase and a bar until it is done."""
+    kind = next(k for k in ("git", "folder", "image", "url") if getattr(args, k))
+    ref = getattr(args, kind)
+    name = args.name or (args.subdir or ref).rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
+    job = _api(args, "POST", "/environments", {"name": name, "source_kind": kind, "source_ref": ref,
+                                               "git_subdir": args.subdir, "git_ref": args.ref})  # fmt: skip
+    while job["status"] in ("queued", "running"):
+        print(f"\r[{'#' * int(job['progress'] * 30):<30}] {job['progress']:4.0%} {job['phase'][:60]:<60}", end="",
+              file=sys.stderr, flush=True)  # fmt: skip
+        time.sleep(1)
+        job = _api(args, "GET", f"/jobs/{job['id']}")
+    print(file=sys.stderr)
+    if job["status"] != "succeeded":
+        errors = "; ".join(f"{field}: {' '.join(messages)}" for field, messages in job["errors"].items())
+        print(f"trainyard: adding {name} failed: {errors}", file=sys.stderr)
+        return 1
+    _print(args, job["result"], f"added {job['result']['slug']} ({args.url.rstrip('/')}{job['result']['url']})")
     return 0
 
 

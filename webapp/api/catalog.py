@@ -6,10 +6,19 @@ from django.http import Http404, HttpRequest
 from ninja import Query, Router
 from pydantic import Field
 
+from webapp.api.auth import token_of, write_required
 from webapp.api.pages import PageQuery, page
 from webapp.api.presenters import environment_out
 from webapp.api.responses import answers
-from webapp.api.schemas import EnvironmentOut, EnvironmentPage, InputSchema
+from webapp.api.schemas import (
+    EnvironmentIn,
+    EnvironmentOut,
+    EnvironmentPage,
+    InputSchema,
+    JobOut,
+    TestDriveIn,
+    TrustReportOut,
+)
 from webapp.api.scope import team_environments
 
 router = Router(tags=["environments"])
@@ -32,3 +41,64 @@ def environment_show(request: HttpRequest, environment_id: int):
     if environment is None:
         raise Http404("No such environment")
     return environment_out(environment)
+
+
+@router.get("/environments/{environment_id}/versions/{version_id}/trust", response=answers(list[TrustReportOut]),
+            summary="A version's trust reports, newest first")  # fmt: skip
+def version_trust(request: HttpRequest, environment_id: int, version_id: int):
+    from webapp.catalog.models import TrustReport
+
+    environment = team_environments(request).filter(pk=environment_id).first()
+    version = environment.versions.filter(pk=version_id).first() if environment else None
+    if version is None:
+        raise Http404("No such environment version")
+    return [
+        {"id": r.pk, "state": r.state, "verdict": r.verdict, "results": r.results, "error": r.error,
+         "created_at": r.created_at, "finished_at": r.finished_at}
+        for r in TrustReport.objects.filter(version=version).order_by("-created_at")[:20]
+    ]  # fmt: skip
+
+
+def job_out(job) -> dict:
+    return {"id": job.pk, "kind": job.kind, "status": job.status, "phase": job.phase, "progress": job.progress,
+            "result": job.result or {}, "errors": job.errors or {}, "created_at": job.created_at,
+            "finished_at": job.finished_at}  # fmt: skip
+
+
+@router.post("/environments", response=answers(JobOut, write=True, status=202),
+             summary="Add an environment: a job on a worker (fetch, install, start, describe)")  # fmt: skip
+def environment_add(request: HttpRequest, body: EnvironmentIn):
+    from webapp.jobs.models import Job
+    from webapp.jobs.services import job_create
+
+    token = write_required(request)
+    job = job_create(team=token.team, user=token.user, kind=Job.Kind.ENV_ADD, params=body.dict())
+    return 202, job_out(job)
+
+
+@router.post("/environments/{environment_id}/versions/{version_id}/testdrive",
+             response=answers(JobOut, write=True, status=202),
+             summary="Call one tool on a fresh server of the version (a job); follow /jobs/ID")  # fmt: skip
+def version_testdrive(request: HttpRequest, environment_id: int, version_id: int, body: TestDriveIn):
+    from webapp.jobs.models import Job
+    from webapp.jobs.services import job_create
+
+    token = write_required(request)
+    environment = team_environments(request).filter(pk=environment_id).first()
+    version = environment.versions.filter(pk=version_id).first() if environment else None
+    if version is None:
+        raise Http404("No such environment version")
+    params = {"version": version.pk, "tool": body.tool, "arguments": body.arguments, "provider": body.provider,
+              "seed": body.seed}  # fmt: skip
+    return 202, job_out(job_create(team=token.team, user=token.user, kind=Job.Kind.TESTDRIVE, params=params))
+
+
+@router.get("/jobs/{job_id}", tags=["jobs"], response=answers(JobOut), summary="A job's status, phase and result")
+def job_show(request: HttpRequest, job_id: int):
+    from webapp.jobs.models import Job
+
+    token = token_of(request)
+    job = Job.objects.filter(pk=job_id, created_by=token.user, team_id=token.team_id).first()
+    if job is None:
+        raise Http404("No such job")
+    return job_out(job)

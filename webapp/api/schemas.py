@@ -265,3 +265,61 @@ class StateOut(Schema):
 class FinishIn(InputSchema):
     status: Literal["succeeded", "failed", "cancelled", "crashed"]
     reason: str = Field("", max_length=10_000)
+
+
+class EvaluationIn(InputSchema):
+    model: str = Field(min_length=1, max_length=300, description="tiny-local, a warm start, a Hub id, run:ID/final")
+    environments: list[str] = Field(min_length=1, max_length=8, description="Slugs, or slug@version")
+    episodes: int = Field(32, ge=1, le=4096)
+    seeds: str = Field("", max_length=2000, description="e.g. 1000-1063,2000 (instead of episodes)")
+    k: int = Field(1, ge=1, le=64, description="Samples per episode (avg@k, pass@k)")
+    greedy: bool = True
+    temperature: float = Field(1.0, ge=0.0, le=2.0)
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    max_turns: int = Field(6, ge=1, le=64)
+    max_tokens: int = Field(384, ge=16, le=8192)
+    name: str = Field("", max_length=100)
+
+
+class TrustReportOut(Schema):
+    id: int
+    state: str
+    verdict: str
+    results: list[Any]
+    error: str
+    created_at: datetime
+    finished_at: datetime | None
+
+
+class EnvironmentIn(InputSchema):
+    name: str = Field(min_length=1, max_length=100)
+    source_kind: Literal["git", "folder", "image", "url"]
+    source_ref: str = Field(min_length=1, max_length=500, description="Repository URL, folder, image or server URL")
+    git_ref: str = Field("", max_length=200, description="Branch, tag or commit (git)")
+    git_subdir: str = Field("", max_length=300, description="The environment's folder in the repository (git)")
+    label: str = Field("1.0.0", min_length=1, max_length=50)
+    slug: str = Field("", max_length=100)
+    description: str = Field("", max_length=5000)
+    tags: list[str] = Field(default_factory=list, max_length=20)
+    visibility: Literal["team", "shared"] = "team"
+    capacity: int = Field(64, ge=1, le=4096)
+    settings: dict[str, Any] = Field(default_factory=dict, description="env, fixed, observation_fields, reset_args")
+
+
+class TestDriveIn(InputSchema):
+    tool: str = Field(min_length=1, max_length=200)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    provider: Literal["process", "docker", "url"] | None = None
+    seed: int | None = Field(None, ge=0, le=2**31 - 1)
+
+
+class JobOut(Schema):
+    id: int
+    kind: str
+    status: str
+    phase: str
+    progress: float
+    result: dict[str, Any]
+    errors: dict[str, Any]
+    created_at: datetime
+    finished_at: datetime | None

@@ -14,6 +14,7 @@ class Job(models.Model):
     class Kind(models.TextChoices):
         RUN_CREATE = "run_create", "Pre-flight and queue a run"
         TESTDRIVE = "testdrive", "Test drive"
+        ENV_ADD = "env_add", "Add an environment"
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"

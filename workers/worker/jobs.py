@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.urls import reverse
 
 from webapp.jobs.models import Job
 from webapp.jobs.services import job_claim, job_finish, job_progress
@@ -64,9 +65,22 @@ def testdrive_job(job: Job, progress: Progress) -> dict[str, Any]:
     return {"drive": drive.as_dict()}
 
 
+def env_add_job(job: Job, progress: Progress) -> dict[str, Any]:
+    """An environment added through the API: fetched, installed, started and described on a worker (minutes for a
+    git repository with requirements), never on a request thread."""
+    from webapp.catalog.services import environment_create
+
+    environment = environment_create(team=job.team, user=job.created_by, **job.params,
+                                     progress=lambda message: progress(message, 0.5))  # fmt: skip
+    version = environment.versions.get()
+    return {"environment": environment.pk, "version": version.pk, "slug": environment.slug,
+            "url": reverse("catalog:environment-detail", args=[environment.pk])}  # fmt: skip
+
+
 KINDS: dict[str, Callable[[Job, Progress], dict[str, Any]]] = {
     Job.Kind.RUN_CREATE: run_create_job,
     Job.Kind.TESTDRIVE: testdrive_job,
+    Job.Kind.ENV_ADD: env_add_job,
 }
 
 

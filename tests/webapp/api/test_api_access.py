@@ -120,3 +120,25 @@ def test_revoking_a_token_takes_effect_at_once(acme, alice, api, token_for):
     assert api.get("/runs", raw).status_code == 200
     ApiToken.objects.update(revoked_at="2026-01-01T00:00:00Z")
     assert api.get("/runs", raw).status_code == 401
+
+
+def test_evaluations_through_the_api_are_the_team_s(acme, globex, alice, charlie, guess_version, api, token_for):
+    write = token_for(alice, acme, "write")
+    created = api.post("/evaluations", write, {"model": "tiny-local", "environments": ["guess-number"], "episodes": 4})
+    assert created.status_code == 201, created.content
+    evaluation = created.json()
+    assert evaluation["status"] == "queued" and evaluation["episodes_total"] == 4
+    assert api.get(f"/evaluations/{evaluation['id']}", token_for(charlie, globex)).status_code == 404
+    compare = api.get("/evaluations/compare", write, ids=f"{evaluation['id']}")
+    assert compare.status_code == 200
+    assert api.get("/evaluations/compare", token_for(charlie, globex), ids=f"{evaluation['id']}").status_code == 404
+    assert api.get("/evaluations/compare", write, ids="1;drop").status_code == 422
+    refused = api.post("/evaluations", write, {"model": "tiny-local", "environments": ["nope"]})
+    assert refused.status_code == 422 and "environments" in refused.json()["errors"]
+    assert api.post(f"/evaluations/{evaluation['id']}/cancel", write).json()["status"] == "cancelled"
+    assert api.get(f"/leaderboard/{guess_version.pk}", write).json() == []  # nothing finished yet
+    assert api.get(f"/leaderboard/{guess_version.pk}", token_for(charlie, globex)).status_code == 404
+    trust = api.get(f"/environments/{guess_version.environment_id}/versions/{guess_version.pk}/trust", write)
+    assert trust.status_code == 200 and isinstance(trust.json(), list)
+    assert api.get(f"/environments/{guess_version.environment_id}/versions/{guess_version.pk}/trust",
+                   token_for(charlie, globex)).status_code == 404  # fmt: skip
