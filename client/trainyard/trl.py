@@ -50,6 +50,31 @@ def _advantages(rewards: list[float], size: int) -> list[float]:
     return out
 
 
+KEY_SETTINGS = ("learning_rate", "num_generations", "per_device_train_batch_size", "gradient_accumulation_steps",
+                "max_completion_length", "temperature", "beta", "loss_type", "max_steps", "seed")  # fmt: skip
+
+
+def _config_of(args) -> dict[str, Any]:
+    """The run's settings as its page shows them: the key GRPO ones, and every other one the script changed from its
+    default (a GRPOConfig has some 200 fields; a page of them would hide the few that matter)."""
+    import dataclasses
+
+    defaults = {}
+    for field in dataclasses.fields(args):
+        if field.default is not dataclasses.MISSING:
+            defaults[field.name] = field.default
+        elif field.default_factory is not dataclasses.MISSING:
+            defaults[field.name] = field.default_factory()
+    config = {}
+    for name, value in args.to_dict().items():
+        scalar = isinstance(value, str | int | float | bool) or value is None
+        if not scalar or name.endswith("_dir") or "token" in name:  # paths of the script's machine, secrets
+            continue
+        if name in KEY_SETTINGS or defaults.get(name, object()) != value:
+            config[name] = value
+    return config
+
+
 class TrainyardCallback(TrainerCallback):
     """A `transformers.TrainerCallback`: the config at the start, every `on_log` metric at its step, evaluations as
     `eval/*`, a cancel from the page as a stop, and the run's end. Only the main process reports."""
@@ -60,8 +85,7 @@ class TrainyardCallback(TrainerCallback):
 
     def on_train_begin(self, args, state, control, **kwargs):
         if self.run is None and state.is_world_process_zero:
-            config = {k: v for k, v in args.to_dict().items() if isinstance(v, str | int | float | bool) or v is None}
-            self.run = init(config={**config, **self.init_kwargs.pop("config", {})},
+            self.run = init(config={**_config_of(args), **self.init_kwargs.pop("config", {})},
                             max_steps=state.max_steps or 0, **self.init_kwargs)  # fmt: skip
 
     def on_log(self, args, state, control, logs=None, **kwargs):

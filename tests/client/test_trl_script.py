@@ -15,6 +15,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 TRL_SCRIPT = '''
 import os
 import sys
+import time
 
 from datasets import Dataset
 from trl import GRPOConfig, GRPOTrainer
@@ -48,6 +49,7 @@ class GuessNumber:
 
 
 def environment_reward(environments, **kwargs):
+    time.sleep(float(os.environ.get("STEP_PAUSE", "0")))  # a browser test watches the steps arrive one by one
     return [env.reward for env in environments]
 
 
@@ -55,11 +57,12 @@ prompt = "Find the hidden whole number from 1 to 16 with the guess tool."
 dataset = Dataset.from_dict({"prompt": [[{"role": "user", "content": prompt}]] * 8, "seed": list(range(8))})
 trainer = GRPOTrainer(
     model=sys.argv[1], reward_funcs=environment_reward, train_dataset=dataset, environment_factory=GuessNumber,
-    args=GRPOConfig(output_dir="out", max_steps=3, per_device_train_batch_size=4, num_generations=4,
+    args=GRPOConfig(output_dir="out", max_steps=int(os.environ.get("STEPS", "3")), per_device_train_batch_size=4,
+                    num_generations=4,
                     max_completion_length=128, max_tool_calling_iterations=3, learning_rate=5e-5, logging_steps=1,
                     report_to="none", use_cpu=True, save_strategy="no", disable_tqdm=True, temperature=0.7),
 )
-trainyard.watch(trainer, environment="guess-number", name="plain trl script")  # added line 2
+trainyard.watch(trainer, environment="guess-number", name=os.environ.get("RUN_NAME", "plain trl script"))  # line 2
 trainer.train()
 '''
 
