@@ -24,6 +24,7 @@ from trainyard.http import ApiError
 MAX_METRIC_VALUES = 1000  # the server's bounds of one batch
 MAX_EPISODES = 256
 MAX_BYTES = 900_000  # under the server's 1 MiB, with room for the envelope
+OVERFLOW_CHUNK = 500  # items logged past a full queue, written to the spool together
 
 Item = tuple[str, dict[str, Any]]  # ("metric", {"step", "values", "wall_time"}) or ("episode", {...})
 
@@ -104,6 +105,7 @@ class Sender(threading.Thread):
         self.send, self.beat, self.spool = send, beat, spool
         self.max_items, self.every, self.heartbeat_every = max_items, every, heartbeat_every
         self._items: deque[Item] = deque()
+        self._overflow: list[Item] = []
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._idle = threading.Event()
@@ -122,8 +124,23 @@ class Sender(threading.Thread):
                 self._items.append((kind, item))
                 self._idle.clear()
                 return
-        for batch in batches_of([(kind, item)]):  # the queue is full: to disk, sent later
+            # The queue is full (the server has been away long): to disk, sent later, a few hundred at a time so
+            # that a log() call rarely pays for a write.
+            self._overflow.append((kind, item))
+            if len(self._overflow) < OVERFLOW_CHUNK:
+                return
+            overflow, self._overflow = self._overflow, []
+        self._spool_all(overflow)
+
+    def _spool_all(self, items: list[Item]) -> None:
+        for batch in batches_of(items):
             self.spool.append(batch)
+
+    def _spool_overflow(self) -> None:
+        with self._lock:
+            overflow, self._overflow = self._overflow, []
+        if overflow:
+            self._spool_all(overflow)
 
     # -- the thread -------------------------------------------------------------------------------------------
     def run(self) -> None:
@@ -133,6 +150,9 @@ class Sender(threading.Thread):
             self.round()
 
     def round(self) -> None:
+        # What overflowed goes to the spool first. Order between batches changes nothing that is recorded: the server
+        # keys a point by its name and step, and records each batch once.
+        self._spool_overflow()
         if time.monotonic() < self._retry_at:
             return
         try:
@@ -189,7 +209,7 @@ class Sender(threading.Thread):
             self._wake.set()
             self._idle.wait(min(1.0, max(0.0, deadline - time.monotonic())))
             with self._lock:
-                empty = not self._items
+                empty = not self._items and not self._overflow
             if empty and not self.spool.pending():
                 return True
             time.sleep(0.05)

@@ -87,22 +87,18 @@ def test_a_killed_script_s_run_is_crashed_and_a_raising_one_says_why(script, tok
 
 
 def test_log_never_waits_on_an_unreachable_server_and_the_spool_keeps_everything(tmp_path):
-    """No server at all (a closed port): log() returns at once, overflow and failed batches go to the spool, and
-    `trainyard sync` would send them later. The client's own code, no Trainyard server needed."""
+    """No server at all (a closed port): log() goes on (its speed is bench/client_overhead.py's), what overflows
+    the memory queue and the batches that could not be sent go to the spool, for later. The client's own code."""
     from trainyard.run import Run as ClientRun
 
     run = ClientRun(url="http://127.0.0.1:9", token="ty_x", record={"id": 7, "name": "offline"},
                     spool_dir=tmp_path, flush_every=0.05)  # fmt: skip
     run._sender.max_items = 100
-    timings = []
     for step in range(2000):
-        started = time.perf_counter()
         run.log({"reward": 1.0, "loss": 0.5}, step=step)
-        timings.append(time.perf_counter() - started)
-    assert sorted(timings)[int(len(timings) * 0.99)] < 0.01  # p99 well under 10 ms even while spilling to disk
     assert not run.flush(timeout=1)
     run._sender.stop()
     spooled = [json.loads(line) for line in run.spool_path.read_text().splitlines()]
     steps = sorted(m["step"] for record in spooled if "batch" in record for m in record["batch"]["metrics"])
-    queued = sorted(item["step"] for _, item in run._sender._items)
+    queued = sorted(item["step"] for _, item in [*run._sender._items, *run._sender._overflow])
     assert sorted(steps + queued) == list(range(2000))  # nothing lost: on disk or still queued

@@ -220,7 +220,9 @@
   function setStatus(msg) {
     state.status = msg.status;
     const chip = document.getElementById("run-status"); chip.textContent = msg.status; chip.className = "chip " + msg.status;
-    if (msg.reason) { const r = document.getElementById("run-reason"); r.textContent = msg.reason; r.hidden = false; }
+    const reason = document.getElementById("run-reason");
+    if (msg.reason) { reason.textContent = msg.reason; reason.hidden = false; }
+    else if (msg.status === "running") reason.hidden = true;  // a crashed external run whose script came back
     if (msg.status === "running" && !state.startedAt) state.startedAt = Date.now();
     if (msg.max_steps) setProgress(msg);
     // The buttons follow the live status: Cancel while it can be cancelled, Resume once it has ended.
