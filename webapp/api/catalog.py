@@ -18,6 +18,7 @@ from webapp.api.schemas import (
     JobOut,
     TestDriveIn,
     TrustReportOut,
+    VersionSettingsIn,
 )
 from webapp.api.scope import team_environments
 
@@ -102,3 +103,18 @@ def job_show(request: HttpRequest, job_id: int):
     if job is None:
         raise Http404("No such job")
     return job_out(job)
+
+
+@router.put("/environments/{environment_id}/versions/{version_id}/settings",
+            response=answers(EnvironmentOut, write=True),
+            summary="Change a version's settings while no run has used it")  # fmt: skip
+def version_settings(request: HttpRequest, environment_id: int, version_id: int, body: VersionSettingsIn):
+    from webapp.catalog.services import version_settings_update
+
+    token = write_required(request)
+    environment = team_environments(request).filter(pk=environment_id).first()
+    version = environment.versions.filter(pk=version_id).first() if environment else None
+    if version is None:
+        raise Http404("No such environment version")
+    version_settings_update(version=version, user=token.user, settings=body.settings)
+    return environment_out(environment)

@@ -52,6 +52,8 @@ class VersionOut(Schema):
     tools: list[str]
     capacity: int
     success_threshold: float
+    settings: dict[str, Any] = Field(description="env, fixed, observation_fields, reset_args, requirements")
+    frozen: bool = Field(description="A run used it: its settings can no longer change")
     created_at: datetime
 
 
@@ -323,3 +325,7 @@ class JobOut(Schema):
     errors: dict[str, Any]
     created_at: datetime
     finished_at: datetime | None
+
+
+class VersionSettingsIn(InputSchema):
+    settings: dict[str, Any] = Field(description="env, fixed, observation_fields, reset_args (as the settings page)")

@@ -29,4 +29,7 @@ def api(client):
         def post(self, path: str, token: str | None, body: dict | None = None):
             return client.post(f"/api/v1{path}", body or {}, content_type="application/json", **self._headers(token))
 
+        def client_put(self, path: str, token: str | None, body: dict):
+            return client.put(f"/api/v1{path}", body, content_type="application/json", **self._headers(token))
+
     return Api()

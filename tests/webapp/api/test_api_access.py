@@ -142,3 +142,20 @@ def test_evaluations_through_the_api_are_the_team_s(acme, globex, alice, charlie
     assert trust.status_code == 200 and isinstance(trust.json(), list)
     assert api.get(f"/environments/{guess_version.environment_id}/versions/{guess_version.pk}/trust",
                    token_for(charlie, globex)).status_code == 404  # fmt: skip
+
+
+def test_a_version_s_settings_change_until_a_run_uses_it(acme, globex, alice, charlie, guess_version, api, token_for):
+    write = token_for(alice, acme, "write")
+    path = f"/environments/{guess_version.environment_id}/versions/{guess_version.pk}/settings"
+    changed = api.client_put(path, write, {"settings": {"env": {"GUESS_LEVEL": "hard"}}})
+    assert changed.status_code == 200, changed.content
+    assert changed.json()["versions"][0]["settings"]["env"] == {"GUESS_LEVEL": "hard"}
+    refused = api.client_put(path, write, {"settings": {"nonsense": 1}})
+    assert refused.status_code == 422 and "settings" in refused.json()["errors"]
+    assert api.client_put(path, token_for(charlie, globex, "write"), {"settings": {}}).status_code == 404
+    assert api.client_put(path, token_for(alice, acme), {"settings": {}}).status_code == 403
+    from webapp.catalog.services import version_mark_used
+
+    version_mark_used(version=guess_version)
+    frozen = api.client_put(path, write, {"settings": {}})
+    assert frozen.status_code == 422 and "frozen" in frozen.json()["detail"]
