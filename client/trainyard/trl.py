@@ -5,13 +5,16 @@ group — and stops training when someone cancels the run in Trainyard.
 Episodes are taken where TRL scores them: each reward function of the trainer is wrapped (its name and output
 unchanged); once the step's last one has answered, each episode's reward is the weighted sum TRL uses (the
 trainer's `reward_weights`), and its advantage GRPO's over its group. Async reward functions (an environment's
-async `get_reward`, say) are not seen.
+async `get_reward`, say) are not seen. The trainer's environment classes are wrapped too (`recorded`): each tool
+call's error and latency join its turn in the transcript.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import statistics
+import time
 from typing import Any
 
 from transformers import TrainerCallback
@@ -103,6 +106,62 @@ class TrainyardCallback(TrainerCallback):
             self.run.finish("cancelled" if cancelled else "succeeded", "cancelled in Trainyard" if cancelled else "")
 
 
+RESULT_LIMIT = 20_000  # characters of a tool's result kept with its call
+
+
+def recorded(factory):
+    """An `environment_factory` class (or a dict of them) whose tool calls are recorded on each instance: the tool,
+    its arguments, its result or the exception it raised, and how long it took. `watch` adds these to each
+    episode's tool turns (the transcript then shows an environment's error as one, and each call's latency). Its
+    tools keep their names, signatures and docstrings, which TRL reads to describe them to the model."""
+    if isinstance(factory, dict):
+        return {key: recorded(value) for key, value in factory.items()}
+    if getattr(factory, "_trainyard_recorded", False):
+        return factory
+    tools = [name for name, _ in inspect.getmembers(factory, predicate=inspect.isfunction)
+             if name not in ("reset", "get_reward") and not name.startswith("_")]  # fmt: skip
+    namespace: dict[str, Any] = {"_trainyard_recorded": True, "__doc__": factory.__doc__,
+                                 "__module__": factory.__module__}  # fmt: skip
+
+    def reset(self, *args, **kwargs):
+        self._trainyard_calls = []
+        return factory.reset(self, *args, **kwargs)
+
+    namespace["reset"] = functools.wraps(factory.reset)(reset)
+    for name in tools:
+        namespace[name] = _recorded_tool(getattr(factory, name), name)
+    return type(factory.__name__, (factory,), namespace)
+
+
+def _recorded_tool(method, name: str):
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        calls = self.__dict__.setdefault("_trainyard_calls", [])
+        started = time.perf_counter()
+        try:
+            result = method(self, *args, **kwargs)
+        except Exception as exc:
+            calls.append({"name": name, "error": f"{type(exc).__name__}: {exc}"[:RESULT_LIMIT],
+                          "seconds": round(time.perf_counter() - started, 4)})  # fmt: skip
+            raise
+        calls.append({"name": name, "seconds": round(time.perf_counter() - started, 4)})
+        return result
+
+    return call
+
+
+def _with_calls(turns: list[dict[str, Any]], environment: Any) -> list[dict[str, Any]]:
+    """Each tool message gets what the environment's recorded call said: its error, its latency."""
+    calls = list(getattr(environment, "_trainyard_calls", None) or [])
+    for turn in turns:
+        if turn.get("role") == "tool" and calls and calls[0]["name"] == turn.get("name"):
+            call = calls.pop(0)
+            turn["seconds"] = call["seconds"]
+            if "error" in call:
+                turn["error"] = call["error"]
+    return turns
+
+
 class _EpisodeTap:
     """Collects each reward function's scores of a step, and reports the step's episodes after the last one."""
 
@@ -151,7 +210,8 @@ class _EpisodeTap:
         environments = kwargs.get("environments") or []
         run.log_episodes([
             {"step": step, "group": row // size, "index": row % size, "reward": rewards[row],
-             "advantage": advantages[row], "prompt": _prompt_text(prompts[row]), "turns": _turns(completions[row]),
+             "advantage": advantages[row], "prompt": _prompt_text(prompts[row]),
+             "turns": _with_calls(_turns(completions[row]), environments[row] if row < len(environments) else None),
              "environment": type(environments[row]).__name__ if row < len(environments) else ""}
             for row in range(len(prompts))
         ])  # fmt: skip
@@ -163,6 +223,12 @@ def watch(trainer, *, run: Run | None = None, **init_kwargs: Any) -> TrainyardCa
     `trainyard.init` when the training starts (environment=..., name=..., url=..., token=...)."""
     callback = TrainyardCallback(run, **init_kwargs)
     tap = _EpisodeTap(trainer, callback)
+    factories = getattr(trainer, "environment_factories", None)
+    if isinstance(factories, dict):  # every environment the trainer makes from now on records its tool calls
+        for key, factory in list(factories.items()):
+            factories[key] = recorded(factory)
+            for instance in (getattr(trainer, "_environment_pool", None) or {}).get(key, []):
+                instance.__class__ = factories[key]  # those it made already, too
     trainer.reward_funcs = [tap.wrap(i, f) if callable(f) and not hasattr(f, "forward") else f
                             for i, f in enumerate(trainer.reward_funcs)]  # fmt: skip
     trainer.add_callback(callback)

@@ -83,6 +83,7 @@ def test_a_plain_trl_script_streams_its_run_with_two_added_lines(script, tiny_mo
     assert {(e.group, e.index_in_group) for e in episodes.filter(step=1)} == {(0, 0), (0, 1), (0, 2), (0, 3)}
     tool_turns = [t for e in episodes for t in e.turns if t["role"] == "tool"]
     assert tool_turns and all(t["name"] == "guess" for t in tool_turns), "the tiny model calls the guess tool"
+    assert all(isinstance(t.get("seconds"), float) for t in tool_turns)  # each call as the environment saw it
     assert run.env_tool_calls + run.env_tool_errors == len(tool_turns)
     rewards = dict(MetricPoint.objects.filter(run=run, name="reward").values_list("step", "value"))
     for step, mean in rewards.items():  # the episodes' rewards are the ones TRL trained on

@@ -123,7 +123,7 @@ def _metric_batch(metrics: list[dict[str, Any]]) -> list[tuple[int, float, dict[
 
 def _turns(messages: list[Any], index: int) -> list[dict[str, Any]]:
     """A client's chat messages (OpenAI style, as TRL's completions) as the transcript shows turns; a tool message
-    may carry what the environment said (`reward`, `done`, `error`)."""
+    may carry what the environment said (`reward`, `done`, `error`) and how long the call took (`seconds`)."""
     if len(messages) > MAX_TURNS or not all(isinstance(m, dict) for m in messages):
         raise ValidationError({"episodes": f"episodes[{index}].turns: at most {MAX_TURNS} chat messages (objects)"})
     turns = episode_turns(messages, None)
@@ -131,7 +131,7 @@ def _turns(messages: list[Any], index: int) -> list[dict[str, Any]]:
     for turn in turns:
         if turn["role"] == "tool":
             sent = next(tools)
-            for key in ("reward", "done", "error"):
+            for key in ("reward", "done", "error", "seconds"):
                 if sent.get(key) is not None:
                     turn[key] = sent[key]
     return turns

@@ -4,15 +4,21 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('jobs', '0002_job_task_id'),
+        ("jobs", "0002_job_task_id"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='job',
-            name='kind',
-            field=models.CharField(choices=[('run_create', 'Pre-flight and queue a run'), ('testdrive', 'Test drive'), ('env_add', 'Add an environment')], max_length=20),
+            model_name="job",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("run_create", "Pre-flight and queue a run"),
+                    ("testdrive", "Test drive"),
+                    ("env_add", "Add an environment"),
+                ],
+                max_length=20,
+            ),
         ),
     ]
