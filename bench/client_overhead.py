@@ -21,6 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from smoke import HELP, smoke_marked
+from step_timing import step_timer
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -51,23 +52,6 @@ class SlowApi(BaseHTTPRequestHandler):
 
     def log_message(self, *args) -> None:
         pass
-
-
-def step_timer():
-    from transformers import TrainerCallback
-
-    class StepTimer(TrainerCallback):
-        def __init__(self):
-            self.times: list[float] = []
-            self._started = 0.0
-
-        def on_step_begin(self, args, state, control, **kwargs):
-            self._started = time.perf_counter()
-
-        def on_step_end(self, args, state, control, **kwargs):
-            self.times.append(time.perf_counter() - self._started)
-
-    return StepTimer()
 
 
 def guess_number_class():

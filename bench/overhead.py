@@ -15,10 +15,10 @@ import statistics
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 from smoke import HELP, smoke_marked
+from step_timing import step_timer
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -26,23 +26,6 @@ DATA = Path(tempfile.mkdtemp(prefix="trainyard-bench-"))
 os.environ.setdefault("TRAINYARD_DATA_DIR", str(DATA))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webapp.settings")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-
-
-def step_timer():
-    from transformers import TrainerCallback
-
-    class StepTimer(TrainerCallback):
-        def __init__(self):
-            self.times: list[float] = []
-            self._started = 0.0
-
-        def on_step_begin(self, args, state, control, **kwargs):
-            self._started = time.perf_counter()
-
-        def on_step_end(self, args, state, control, **kwargs):
-            self.times.append(time.perf_counter() - self._started)
-
-    return StepTimer()
 
 
 def in_process_env_class(tools):

@@ -15,7 +15,8 @@ import psutil
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCHES = sorted(p.name for p in (ROOT / "bench").glob("*.py") if p.name not in {"smoke.py", "pg_setup.py"})
+HELPERS = {"smoke.py", "pg_setup.py", "step_timing.py"}  # modules the benches share, not benches
+BENCHES = sorted(p.name for p in (ROOT / "bench").glob("*.py") if p.name not in HELPERS)
 POSTGRES = {"metrics_query.py", "ingest.py", "live_latency.py", "web_under_load.py"}
 MARK = "TRAINYARD_BENCH_SMOKE"  # set in the bench's environment: every process it starts inherits it
 

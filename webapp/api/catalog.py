@@ -20,7 +20,7 @@ from webapp.api.schemas import (
     TrustReportOut,
     VersionSettingsIn,
 )
-from webapp.api.scope import team_environments
+from webapp.api.scope import team_environments, team_version
 
 router = Router(tags=["environments"])
 
@@ -49,10 +49,7 @@ def environment_show(request: HttpRequest, environment_id: int):
 def version_trust(request: HttpRequest, environment_id: int, version_id: int):
     from webapp.catalog.models import TrustReport
 
-    environment = team_environments(request).filter(pk=environment_id).first()
-    version = environment.versions.filter(pk=version_id).first() if environment else None
-    if version is None:
-        raise Http404("No such environment version")
+    _, version = team_version(request, environment_id, version_id)
     return [
         {"id": r.pk, "state": r.state, "verdict": r.verdict, "results": r.results, "error": r.error,
          "created_at": r.created_at, "finished_at": r.finished_at}
@@ -85,10 +82,7 @@ def version_testdrive(request: HttpRequest, environment_id: int, version_id: int
     from webapp.jobs.services import job_create
 
     token = write_required(request)
-    environment = team_environments(request).filter(pk=environment_id).first()
-    version = environment.versions.filter(pk=version_id).first() if environment else None
-    if version is None:
-        raise Http404("No such environment version")
+    _, version = team_version(request, environment_id, version_id)
     params = {"version": version.pk, "tool": body.tool, "arguments": body.arguments, "provider": body.provider,
               "seed": body.seed}  # fmt: skip
     return 202, job_out(job_create(team=token.team, user=token.user, kind=Job.Kind.TESTDRIVE, params=params))
@@ -112,9 +106,6 @@ def version_settings(request: HttpRequest, environment_id: int, version_id: int,
     from webapp.catalog.services import version_settings_update
 
     token = write_required(request)
-    environment = team_environments(request).filter(pk=environment_id).first()
-    version = environment.versions.filter(pk=version_id).first() if environment else None
-    if version is None:
-        raise Http404("No such environment version")
+    environment, version = team_version(request, environment_id, version_id)
     version_settings_update(version=version, user=token.user, settings=body.settings)
     return environment_out(environment)

@@ -8,7 +8,7 @@ from django.db.models import Q, QuerySet
 from django.http import Http404, HttpRequest
 
 from webapp.api.auth import token_of
-from webapp.catalog.models import Environment, Visibility
+from webapp.catalog.models import Environment, EnvironmentVersion, Visibility
 from webapp.catalog.selectors import environment_list
 from webapp.evals.models import Evaluation
 from webapp.evals.selectors import evaluation_list
@@ -33,6 +33,14 @@ def team_environments(request: HttpRequest, *, search: str = "", tag: str = "") 
     return environment_list(user=token.user, search=search, tag=tag).filter(
         Q(team_id=token.team_id) | Q(visibility=Visibility.SHARED)
     )
+
+
+def team_version(request: HttpRequest, environment_id: int, version_id: int) -> tuple[Environment, EnvironmentVersion]:
+    environment = team_environments(request).filter(pk=environment_id).first()
+    version = environment.versions.filter(pk=version_id).first() if environment else None
+    if version is None:
+        raise Http404("No such environment version")
+    return environment, version
 
 
 def team_evaluations(request: HttpRequest) -> QuerySet[Evaluation]:
