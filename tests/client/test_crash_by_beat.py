@@ -16,7 +16,7 @@ from tests.client.test_client import SCRIPT, run_of
 from tests.conftest import subprocess_env
 from webapp.tokens.services import token_create
 
-pytestmark = [pytest.mark.slow, pytest.mark.lane_b, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
 def test_a_killed_script_is_crashed_by_beat_within_60_s(script, live_worker, acme, alice, guess_version, tmp_path):

@@ -18,6 +18,7 @@ from webapp.api.schemas import (
     JobOut,
     TestDriveIn,
     TrustReportOut,
+    VersionIn,
     VersionSettingsIn,
 )
 from webapp.api.scope import team_environments, team_version
@@ -72,6 +73,20 @@ def environment_add(request: HttpRequest, body: EnvironmentIn):
     token = write_required(request)
     job = job_create(team=token.team, user=token.user, kind=Job.Kind.ENV_ADD, params=body.dict())
     return 202, job_out(job)
+
+
+@router.post("/environments/{environment_id}/versions", response=answers(JobOut, write=True, status=202),
+             summary="Add a version to one of the team's environments (a job on a worker)")  # fmt: skip
+def version_add(request: HttpRequest, environment_id: int, body: VersionIn):
+    from webapp.jobs.models import Job
+    from webapp.jobs.services import job_create
+
+    token = write_required(request)
+    environment = team_environments(request).filter(pk=environment_id, team_id=token.team_id).first()
+    if environment is None:  # a shared environment of another team takes versions from that team only
+        raise Http404("No such environment in this team")
+    params = {"environment": environment.pk, **body.dict()}
+    return 202, job_out(job_create(team=token.team, user=token.user, kind=Job.Kind.VERSION_ADD, params=params))
 
 
 @router.post("/environments/{environment_id}/versions/{version_id}/testdrive",

@@ -329,3 +329,13 @@ class JobOut(Schema):
 
 class VersionSettingsIn(InputSchema):
     settings: dict[str, Any] = Field(description="env, fixed, observation_fields, reset_args (as the settings page)")
+
+
+class VersionIn(InputSchema):
+    label: str = Field(min_length=1, max_length=50, description="A new version name, e.g. 1.1.0")
+    source_kind: Literal["git", "folder", "image", "url"]
+    source_ref: str = Field(min_length=1, max_length=500)
+    git_ref: str = Field("", max_length=200)
+    git_subdir: str = Field("", max_length=300)
+    capacity: int = Field(64, ge=1, le=4096)
+    settings: dict[str, Any] = Field(default_factory=dict)

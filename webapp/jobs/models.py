@@ -15,6 +15,7 @@ class Job(models.Model):
         RUN_CREATE = "run_create", "Pre-flight and queue a run"
         TESTDRIVE = "testdrive", "Test drive"
         ENV_ADD = "env_add", "Add an environment"
+        VERSION_ADD = "version_add", "Add a version"
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"

@@ -77,10 +77,26 @@ def env_add_job(job: Job, progress: Progress) -> dict[str, Any]:
             "url": reverse("catalog:environment-detail", args=[environment.pk])}  # fmt: skip
 
 
+def version_add_job(job: Job, progress: Progress) -> dict[str, Any]:
+    """A new version of one of the team's environments, added through the API (inspected on a worker)."""
+    from webapp.catalog.models import Environment
+    from webapp.catalog.services import version_add
+
+    params = dict(job.params)
+    environment = Environment.objects.filter(pk=params.pop("environment"), team=job.team).first()
+    if environment is None:
+        raise ValidationError({"environment": "that environment no longer exists or is no longer the team's"})
+    version = version_add(environment=environment, user=job.created_by, **params,
+                          progress=lambda message: progress(message, 0.5))  # fmt: skip
+    return {"environment": environment.pk, "version": version.pk, "label": version.label, "slug": environment.slug,
+            "url": reverse("catalog:environment-detail", args=[environment.pk])}  # fmt: skip
+
+
 KINDS: dict[str, Callable[[Job, Progress], dict[str, Any]]] = {
     Job.Kind.RUN_CREATE: run_create_job,
     Job.Kind.TESTDRIVE: testdrive_job,
     Job.Kind.ENV_ADD: env_add_job,
+    Job.Kind.VERSION_ADD: version_add_job,
 }
 
 

@@ -35,3 +35,20 @@ def test_an_environment_added_through_the_api_is_a_job_whose_result_names_it(acm
     assert bad.status_code == 422 and "source_kind" in bad.json()["errors"]
     assert api.post("/environments", token_for(alice, acme), {"name": "y", "source_kind": "folder",
                                                               "source_ref": str(MAZE)}).status_code == 403  # fmt: skip
+
+
+def test_a_new_version_through_the_api_is_a_job_too(acme, globex, alice, charlie, api, token_for):
+    write = token_for(alice, acme, "write")
+    added = api.post("/environments", write, {"name": "maze", "source_kind": "folder", "source_ref": str(MAZE)})
+    run_job(added.json()["id"])
+    environment = api.get(f"/jobs/{added.json()['id']}", write).json()["result"]["environment"]
+    body = {"label": "1.1.0", "source_kind": "folder", "source_ref": str(MAZE), "settings": {"env": {"LEVEL": "2"}}}
+    assert api.post(f"/environments/{environment}/versions", token_for(charlie, globex, "write"),
+                    body).status_code == 404  # fmt: skip
+    queued = api.post(f"/environments/{environment}/versions", write, body)
+    assert queued.status_code == 202, queued.content
+    run_job(queued.json()["id"])
+    done = api.get(f"/jobs/{queued.json()['id']}", write).json()
+    assert done["status"] == "succeeded" and done["result"]["label"] == "1.1.0", done
+    labels = {v["label"] for v in api.get(f"/environments/{environment}", write).json()["versions"]}
+    assert labels == {"1.0.0", "1.1.0"}
