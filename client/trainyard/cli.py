@@ -53,8 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     env.add_parser("list")
     add = env.add_parser("add")
     source = add.add_mutually_exclusive_group(required=True)
-    for kind in ("git", "folder", "image", "url"):
-        source.add_argument(f"--{kind}", help=f"the environment's {kind}")
+    for kind in ("git", "folder", "image", "url"):  # (dest apart from the server's --url)
+        source.add_argument(f"--{kind}", dest=f"source_{kind}", help=f"the environment's {kind}")
     add.add_argument("--subdir", default="", help="its folder in the git repository")
     add.add_argument("--ref", default="", help="branch, tag or commit (git)")
     add.add_argument("--name", default="")
@@ -139,8 +139,8 @@ def _run(args) -> int:
 
 def _env_add(args) -> int:
     """Add an environment through a job on a worker, with its phase and a bar until it is done."""
-    kind = next(k for k in ("git", "folder", "image", "url") if getattr(args, k))
-    ref = getattr(args, kind)
+    kind = next(k for k in ("git", "folder", "image", "url") if getattr(args, f"source_{k}"))
+    ref = getattr(args, f"source_{kind}")
     name = args.name or (args.subdir or ref).rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
     job = _api(args, "POST", "/environments", {"name": name, "source_kind": kind, "source_ref": ref,
                                                "git_subdir": args.subdir, "git_ref": args.ref})  # fmt: skip
