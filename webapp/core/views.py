@@ -25,6 +25,10 @@ def bad_request(request: HttpRequest, exception: Exception | None = None) -> Htt
         )
     else:
         reason = str(exception or "") or "The request could not be understood."
+    if request.path.startswith("/api/"):  # the REST API answers JSON, even before it is reached (a bad Host header)
+        too_big = isinstance(exception, RequestDataTooBig)
+        return JsonResponse({"detail": "The request is larger than this server accepts." if too_big else reason,
+                             "errors": {}}, status=413 if too_big else 400)  # fmt: skip
     if request.path.endswith(".json"):
         return JsonResponse({"error": {"request": [reason]}}, status=400)
     return render(request, "400.html", {"reason": reason}, status=400)

@@ -159,3 +159,9 @@ def test_a_version_s_settings_change_until_a_run_uses_it(acme, globex, alice, ch
     version_mark_used(version=guess_version)
     frozen = api.client_put(path, write, {"settings": {}})
     assert frozen.status_code == 422 and "frozen" in frozen.json()["detail"]
+
+
+def test_what_django_refuses_before_the_api_is_still_a_json_answer(acme, alice, token_for, client):
+    bad_host = client.get("/api/v1/me", HTTP_HOST="S", HTTP_AUTHORIZATION=f"Bearer {token_for(alice, acme)}")
+    assert bad_host.status_code == 400 and bad_host["Content-Type"] == "application/json" and bad_host.json()["detail"]
+    assert client.get("/api/v1/no/such/thing").json()["detail"].startswith("No API endpoint")
