@@ -101,6 +101,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "channels",
+    "ninja",  # the API's browsable page from its own static files, never from a CDN
     "webapp.accounts",
     "webapp.core",
     "webapp.catalog",

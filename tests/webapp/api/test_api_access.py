@@ -112,7 +112,9 @@ def test_the_openapi_document_is_served_and_lists_the_bearer_scheme(client):
     assert document["info"]["title"] == "Trainyard API"
     assert {"/api/v1/runs", "/api/v1/runs/{run_id}", "/api/v1/environments", "/api/v1/me"} <= set(document["paths"])
     assert any(s.get("scheme") == "bearer" for s in document["components"]["securitySchemes"].values())
-    assert client.get("/api/v1/docs").status_code == 200
+    docs = client.get("/api/v1/docs")
+    assert docs.status_code == 200 and b"/static/ninja/swagger-ui-bundle.js" in docs.content
+    assert b"cdn." not in docs.content and b"unpkg" not in docs.content  # served here: no CDN at run time
 
 
 def test_revoking_a_token_takes_effect_at_once(acme, alice, api, token_for):
