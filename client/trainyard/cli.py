@@ -129,6 +129,10 @@ def _run(args) -> int:
                                              "config": json.loads(args.config)})  # fmt: skip
         found = _wait(args, found) if args.wait else found
         _print(args, found, f"run {found['id']} {found['name']}: {found['status']}")
+        if args.wait and found["never_stepped_environment"]:  # whatever its status says, it learned nothing
+            print(f"trainyard: not one tool call of run {found['id']}'s {found['episodes']} episodes reached the "
+                  "environment", file=sys.stderr)  # fmt: skip
+            return 1
         return 0 if not args.wait or found["status"] == "succeeded" else 1
     else:
         path = f"/runs/{args.run_id}" + ("/cancel" if args.action == "cancel" else "")

@@ -14,7 +14,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, Throttled
 from ninja.errors import ValidationError as SchemaValidationError
 
-from webapp.api import catalog, evals, external, fleet, runs
+from webapp.api import catalog, evals, external, fleet, jobs, runs
 from webapp.api.auth import TokenAuth, TokenRateThrottle, token_of
 from webapp.api.responses import answers
 from webapp.api.schemas import MeOut
@@ -49,8 +49,9 @@ def not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
 def malformed(request: HttpRequest, exc: SchemaValidationError) -> HttpResponse:
     errors: dict[str, list[str]] = {}
     for item in exc.errors:
+        # ninja's location is (where, parameter, field...): the field is what the client named
         location = [str(part) for part in item.get("loc", ()) if part not in ("body", "query", "path", "paging",
-                                                                              "filters", "query")]  # fmt: skip
+                                                                              "filters")]  # fmt: skip
         errors.setdefault(".".join(location) or "request", []).append(item.get("msg", "is not valid"))
     field, messages = next(iter(errors.items()))
     return error(request, 422, f"{field}: {' '.join(messages)}", errors)
@@ -93,6 +94,7 @@ api.add_router("", external.router)  # before runs: /runs/external is not a run'
 api.add_router("", runs.router)
 api.add_router("", evals.router)
 api.add_router("", fleet.router)
+api.add_router("", jobs.router)
 
 
 def api_not_found(request: HttpRequest, rest: str) -> HttpResponse:

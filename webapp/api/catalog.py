@@ -6,7 +6,8 @@ from django.http import Http404, HttpRequest
 from ninja import Query, Router
 from pydantic import Field
 
-from webapp.api.auth import token_of, write_required
+from webapp.api.auth import write_required
+from webapp.api.jobs import job_out
 from webapp.api.pages import PageQuery, page
 from webapp.api.presenters import environment_out
 from webapp.api.responses import answers
@@ -58,12 +59,6 @@ def version_trust(request: HttpRequest, environment_id: int, version_id: int):
     ]  # fmt: skip
 
 
-def job_out(job) -> dict:
-    return {"id": job.pk, "kind": job.kind, "status": job.status, "phase": job.phase, "progress": job.progress,
-            "result": job.result or {}, "errors": job.errors or {}, "created_at": job.created_at,
-            "finished_at": job.finished_at}  # fmt: skip
-
-
 @router.post("/environments", response=answers(JobOut, write=True, status=202),
              summary="Add an environment: a job on a worker (fetch, install, start, describe)")  # fmt: skip
 def environment_add(request: HttpRequest, body: EnvironmentIn):
@@ -101,17 +96,6 @@ def version_testdrive(request: HttpRequest, environment_id: int, version_id: int
     params = {"version": version.pk, "tool": body.tool, "arguments": body.arguments, "provider": body.provider,
               "seed": body.seed}  # fmt: skip
     return 202, job_out(job_create(team=token.team, user=token.user, kind=Job.Kind.TESTDRIVE, params=params))
-
-
-@router.get("/jobs/{job_id}", tags=["jobs"], response=answers(JobOut), summary="A job's status, phase and result")
-def job_show(request: HttpRequest, job_id: int):
-    from webapp.jobs.models import Job
-
-    token = token_of(request)
-    job = Job.objects.filter(pk=job_id, created_by=token.user, team_id=token.team_id).first()
-    if job is None:
-        raise Http404("No such job")
-    return job_out(job)
 
 
 @router.put("/environments/{environment_id}/versions/{version_id}/settings",

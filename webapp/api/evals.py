@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest
 from ninja import Query, Router
 from pydantic import Field
@@ -14,7 +13,7 @@ from webapp.api.pages import PageQuery, page
 from webapp.api.presenters import evaluation_out
 from webapp.api.responses import answers
 from webapp.api.schemas import EvaluationIn, EvaluationOut, EvaluationPage, InputSchema
-from webapp.api.scope import team_environments, team_evaluations
+from webapp.api.scope import team_environments, team_evaluations, team_version_named
 from webapp.evals import selectors, services
 
 router = Router(tags=["evaluations"])
@@ -32,15 +31,7 @@ def evaluation_create(request: HttpRequest, body: EvaluationIn):
     versions = []
     for name in body.environments:
         slug, _, label = name.partition("@")
-        named = team_environments(request).filter(slug=slug)
-        environment = named.filter(team_id=token.team_id).first() or named.first()
-        version = None
-        if environment is not None:
-            found = environment.versions.all()
-            version = found.filter(label=label).first() if label else found.first()
-        if version is None:
-            raise ValidationError({"environments": f"no environment version {name!r} in this team"})
-        versions.append(version)
+        versions.append(team_version_named(request, slug, label, field="environments"))
     evaluation = services.evaluation_create(
         team=token.team, user=token.user, model_name=body.model, versions=versions, episodes=body.episodes,
         seeds=body.seeds, k=body.k, greedy=body.greedy, temperature=body.temperature, top_p=body.top_p,

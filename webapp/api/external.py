@@ -3,7 +3,6 @@ the Python client (client/). The work is webapp.runs.external's; this only reads
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
 from django.http import HttpRequest
 from ninja import Router
 
@@ -11,7 +10,7 @@ from webapp.api.auth import write_required
 from webapp.api.presenters import run_out
 from webapp.api.responses import answers
 from webapp.api.schemas import BatchIn, BatchOut, ErrorOut, ExternalRunIn, FinishIn, RunOut, StateOut
-from webapp.api.scope import team_environments, team_run
+from webapp.api.scope import team_run, team_version_named
 from webapp.runs import external
 
 router = Router(tags=["external runs"])
@@ -21,16 +20,8 @@ router = Router(tags=["external runs"])
              summary="Start an external run: a script elsewhere trains, and reports through /log")  # fmt: skip
 def external_run_create(request: HttpRequest, body: ExternalRunIn):
     token = write_required(request)
-    named = team_environments(request).filter(slug=body.environment)
-    environment = named.filter(team_id=token.team_id).first() or named.first()
-    if environment is None:
-        raise ValidationError({"environment": f"no environment {body.environment!r} in this team (add it first)"})
-    versions = environment.versions.all()
-    version = versions.filter(label=body.environment_version).first() if body.environment_version else versions.first()
-    if version is None:
-        raise ValidationError(
-            {"environment_version": f"{environment.slug} has no version {body.environment_version!r}"}
-        )
+    version = team_version_named(request, body.environment, body.environment_version, field="environment",
+                                 label_field="environment_version")  # fmt: skip
     run = external.external_run_create(
         team=token.team, user=token.user, env_version=version, name=body.name, model_name=body.model,
         config=body.config, max_steps=body.max_steps, tags=body.tags,

@@ -36,6 +36,7 @@ def run_out(run: Run) -> dict[str, Any]:
         "max_steps": run.max_steps, "config": run.config, "tags": list(run.tags or []), "created_at": run.created_at,
         "running_at": run.running_at, "finished_at": run.finished_at, "worker_host": run.worker_host,
         "resume_from": run.resume_from, "episodes": run.episodes_recorded, "env_tool_calls": run.env_tool_calls,
+        "never_stepped_environment": run.never_stepped,
         "url": run.get_absolute_url(),
     }  # fmt: skip
 

@@ -11,7 +11,7 @@ from webapp.api.pages import PageQuery, page
 from webapp.api.presenters import episode_out, run_out, saved_model_out
 from webapp.api.responses import answers
 from webapp.api.schemas import EpisodePage, InputSchema, MetricsOut, ResumeIn, RunIn, RunOut, RunPage, SavedModelOut
-from webapp.api.scope import team_environments, team_run, team_runs
+from webapp.api.scope import team_run, team_runs, team_version_named
 from webapp.artifacts.saved_models import saved_models
 from webapp.core.query_params import LARGEST_STEP
 from webapp.runs import services
@@ -47,17 +47,8 @@ def run_show(request: HttpRequest, run_id: int):
 
 @router.post("/runs", response=answers(RunOut, write=True, status=201), summary="Create and queue a run")
 def run_create(request: HttpRequest, body: RunIn):
-    from django.core.exceptions import ValidationError
-
     token = write_required(request)
-    named = team_environments(request).filter(slug=body.env)
-    environment = named.filter(team_id=token.team_id).first() or named.first()  # its own first, else a shared one
-    if environment is None:
-        raise ValidationError({"env": f"no environment {body.env!r} in this team (or shared with it)"})
-    versions = environment.versions.all()
-    version = versions.filter(label=body.env_version).first() if body.env_version else versions.first()
-    if version is None:
-        raise ValidationError({"env_version": f"{environment.slug} has no version {body.env_version!r}"})
+    version = team_version_named(request, body.env, body.env_version, field="env", label_field="env_version")
     run = services.run_create(
         team=token.team, user=token.user, env_version=version, model_name=body.model,
         config={**body.config, "max_steps": body.max_steps}, name=body.name, tags=body.tags, provider=body.provider,

@@ -104,6 +104,9 @@ class RunOut(Schema):
     resume_from: str
     episodes: int
     env_tool_calls: int
+    never_stepped_environment: bool = Field(
+        description="Episodes were played but not one tool call reached the environment: it learned nothing from it"
+    )
     url: str
 
 

@@ -4,6 +4,7 @@ Another team's object is a 404, never a 403: the API does not say that it exists
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.db.models import Q, QuerySet
 from django.http import Http404, HttpRequest
 
@@ -41,6 +42,23 @@ def team_version(request: HttpRequest, environment_id: int, version_id: int) -> 
     if version is None:
         raise Http404("No such environment version")
     return environment, version
+
+
+def team_version_named(
+    request: HttpRequest, slug: str, label: str | None, *, field: str, label_field: str | None = None
+) -> EnvironmentVersion:
+    """A version by its environment's slug (the team's own first, else one shared with it) and its label (default:
+    the latest); a field error names `field` (or `label_field` for an unknown label)."""
+    token = token_of(request)
+    named = team_environments(request).filter(slug=slug)
+    environment = named.filter(team_id=token.team_id).first() or named.first()
+    if environment is None:
+        raise ValidationError({field: f"no environment {slug!r} in this team (or shared with it)"})
+    versions = environment.versions.all()
+    version = versions.filter(label=label).first() if label else versions.first()
+    if version is None:
+        raise ValidationError({label_field or field: f"{environment.slug} has no version {label!r}"})
+    return version
 
 
 def team_evaluations(request: HttpRequest) -> QuerySet[Evaluation]:

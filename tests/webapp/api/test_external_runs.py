@@ -136,3 +136,15 @@ def test_the_pages_show_an_external_run_as_such(api, write, acme, alice, charlie
     listed = client_for(alice).get("/runs/").content.decode()
     assert "data-external" in listed and "my grpo script" in listed
     assert client_for(charlie).get(f"/runs/{run['id']}/").status_code == 404
+
+
+def test_a_run_whose_episodes_never_reached_the_environment_says_so(api, write):
+    run = external_run(api, write)
+    talk_only = {**EPISODE, "turns": [{"role": "assistant", "content": "I think it is 8."}]}
+    api.post(f"/runs/{run['id']}/log", write, {"batch_id": "b", "episodes": [talk_only, talk_only]})
+    api.post(f"/runs/{run['id']}/finish", write, {"status": "succeeded"})
+    shown = api.get(f"/runs/{run['id']}", write).json()
+    assert shown["status"] == "succeeded" and shown["never_stepped_environment"] is True  # not a plain success
+    stepped = external_run(api, write)
+    api.post(f"/runs/{stepped['id']}/log", write, {"batch_id": "b", "episodes": [EPISODE]})
+    assert api.get(f"/runs/{stepped['id']}", write).json()["never_stepped_environment"] is False
