@@ -138,7 +138,9 @@ def slurm_worker(slurm_conf, tmp_path, tiny_model):
 def _alive_on_slurm_queue(name: str) -> bool:
     from webapp.fleet.models import Worker
 
-    return Worker.objects.filter(name=name, queues__contains=["slurm"]).exists()
+    # In Python: JSON containment is not on SQLite, the README's default database.
+    rows = Worker.objects.filter(name=name).values_list("queues", flat=True)
+    return any("slurm" in (queues or []) for queues in rows)
 
 
 def said(run: Run) -> str:
