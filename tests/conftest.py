@@ -26,6 +26,16 @@ def pytest_configure(config: pytest.Config) -> None:
     for stale in (data / "runs", data / "evals", data / "artifacts" / "runs", data / "artifacts" / "evals"):
         shutil.rmtree(stale, ignore_errors=True)
 
+    # Alert e-mail goes to this session's own SMTP server (the smtp_server fixture), in this process and in the
+    # workers it starts: its port is chosen before any of them reads its settings.
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        os.environ["TRAINYARD_SMTP_PORT"] = str(s.getsockname()[1])
+    os.environ["TRAINYARD_SMTP_HOST"] = "127.0.0.1"
+    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", int(os.environ["TRAINYARD_SMTP_PORT"])
+
     if settings.REDIS_IS_EMBEDDED:
         from webapp.core.embedded_redis import ensure_running
 
@@ -177,3 +187,55 @@ def guess_version(acme, alice):
     from tests.webapp.runs.conftest import register_builtin
 
     return register_builtin(acme, "guess-number")
+
+
+@pytest.fixture
+def smtp_server():
+    """A real SMTP server (aiosmtpd) on the session's mail port; yields the list of messages it received."""
+    from aiosmtpd.controller import Controller
+
+    received: list = []
+
+    class Keep:
+        async def handle_DATA(self, server, session, envelope):
+            received.append(envelope)
+            return "250 OK"
+
+    controller = Controller(Keep(), hostname="127.0.0.1", port=int(os.environ["TRAINYARD_SMTP_PORT"]))
+    controller.start()
+    yield received
+    controller.stop()
+
+
+@pytest.fixture
+def webhook_receiver():
+    """A real HTTP server that records what is POSTed to it; `.fail = N` answers 500 to the next N requests."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Receiver(ThreadingHTTPServer):
+        bodies: list
+        fail = 0
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if self.server.fail > 0:
+                self.server.fail -= 1
+                self.send_response(500)
+            else:
+                self.server.bodies.append(body)
+                self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = Receiver(("127.0.0.1", 0), Handler)
+    server.bodies = []
+    server.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()

@@ -113,6 +113,7 @@ INSTALLED_APPS = [
     "webapp.evals",
     "webapp.demo",
     "webapp.tokens",
+    "webapp.alerts",
     "webapp.api",
     # manage.py commands that do a worker's work in the calling process (bootstrap, model): the web never imports them
     "workers.cli",
@@ -306,3 +307,16 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("TRAINYARD_LOG_LEVEL", "INFO")},
     "loggers": {"django.channels.server": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
 }
+
+# Alerts (webapp/alerts/): links in a delivered alert point at TRAINYARD_PUBLIC_URL; e-mail goes through Django's
+# SMTP backend to TRAINYARD_SMTP_HOST:TRAINYARD_SMTP_PORT (a delivery that cannot connect is recorded as failed,
+# with the reason, and retried).
+TRAINYARD_PUBLIC_URL = env_str("TRAINYARD_PUBLIC_URL", "http://127.0.0.1:8000").rstrip("/")
+EMAIL_HOST = env_str("TRAINYARD_SMTP_HOST", "127.0.0.1")
+EMAIL_PORT = env_int("TRAINYARD_SMTP_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env_str("TRAINYARD_SMTP_USER", "")
+EMAIL_HOST_PASSWORD = env_str("TRAINYARD_SMTP_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("TRAINYARD_SMTP_TLS", False)
+EMAIL_TIMEOUT = 10
+DEFAULT_FROM_EMAIL = env_str("TRAINYARD_EMAIL_FROM", "trainyard@localhost")
+CELERY_BEAT_SCHEDULE["watch-stalled-runs"] = {"task": "workers.watch_stalled_runs", "schedule": 60.0}

@@ -38,6 +38,7 @@ urlpatterns = [
     path("runs/", include("webapp.runs.urls")),
     path("jobs/", include("webapp.jobs.urls")),
     path("evals/", include("webapp.evals.urls")),
+    path("alerts/", include("webapp.alerts.urls")),
     path("workers/", fleet_views.workers_view, name="workers"),
     path("admin/", admin.site.urls),
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -69,6 +70,9 @@ def evaluation_create_view(request: HttpRequest) -> HttpResponse:
                   status=400 if form.errors else 200)  # fmt: skip
 
 
+EPISODES_PER_PAGE = 50
+
+
 @login_required
 def evaluation_detail_view(request: HttpRequest, pk: int) -> HttpResponse:
     evaluation = _evaluation_or_404(request, pk)
@@ -77,9 +81,12 @@ def evaluation_detail_view(request: HttpRequest, pk: int) -> HttpResponse:
     episodes = EvalEpisode.objects.filter(evaluation=evaluation).order_by("environment", "seed", "sample")
     if differing_first == "failed":
         episodes = episodes.filter(success=False)
+    # 50 a page: a 512-episode evaluation is eleven short pages, not one 17,000 px table.
+    page = Paginator(episodes, EPISODES_PER_PAGE).get_page(request.GET.get("page"))
     return render(request, "evals/evaluation_detail.html", {
         "evaluation": evaluation, "summary": selectors.evaluation_summary(evaluation),
-        "can_act": membership is not None and membership.allows(Role.MEMBER), "episodes": episodes[:500],
+        "can_act": membership is not None and membership.allows(Role.MEMBER), "episodes": page,
+        "filter": differing_first,
     })  # fmt: skip
 
 

@@ -24,7 +24,9 @@ from webapp.live.groups import run_group, team_runs_group
 
 log = logging.getLogger(__name__)
 
-RUNS_LIST_TYPES = frozenset({"run.status", "run.progress"})  # what the runs list shows live: chips, steps, sparkline
+RUNS_LIST_TYPES = frozenset(
+    {"run.status", "run.progress", "run.alert"}
+)  # the runs list, live: chips, steps, sparkline, alerts
 
 
 def events_append(run_id: int, events: Iterable[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:

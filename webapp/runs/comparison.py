@@ -32,6 +32,21 @@ def _series(run: Run, name: str) -> list[float]:
     return list(MetricPoint.objects.filter(run=run, name=name).order_by("step").values_list("value", flat=True))
 
 
+# The summary's column titles (its CSV keeps the keys: scripts read them).
+SUMMARY_TITLES = {
+    "final_reward": "Final reward",
+    "best_reward": "Best reward",
+    f"mean_last_{LAST_N}_reward": f"Mean reward, last {LAST_N} steps",
+    "steps": "Steps",
+    "tokens": "Tokens",
+    "wall_time_s": "Wall time (s)",
+    "tool_failure_rate": "Tool failure rate",
+    "eval_baseline_reward": "Held-out reward, baseline",
+    "eval_final_reward": "Held-out reward, final",
+    "eval_final_success_rate": "Held-out success, final",
+}
+
+
 def summary_row(run: Run) -> dict[str, Any]:
     rewards = _series(run, "reward")
     failures = _series(run, "tools/failure_frequency")

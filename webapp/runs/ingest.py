@@ -16,12 +16,17 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F, Value
 from django.db.models.functions import Greatest
+from django.dispatch import Signal
 from django.utils import timezone
 
 from envs.adapter import EpisodeLog
 from webapp.live.publish import publish
 from webapp.runs.metric_writes import points_write
 from webapp.runs.models import Episode, Run
+
+# Sent after a batch of metrics is written and published (run_id=…): alert rules are checked on it
+# (webapp/alerts/checks.py), without this module knowing of them.
+metrics_recorded = Signal()
 
 TEXT_LIMIT = 4000  # characters of one message kept in a live delta (the database keeps it whole)
 MetricBatch = list[tuple[int, float, dict[str, float]]]  # (step, wall time, {name: value}) per logged step
@@ -58,6 +63,7 @@ def metrics_ingest(run_id: int, batch: MetricBatch, *, team_id: int, max_steps: 
         summary["rewards"] = rewards
     events.append(("run.progress", summary))
     publish(run_id, events, team_id=team_id)
+    metrics_recorded.send(sender=None, run_id=run_id)
     return len(points)
 
 

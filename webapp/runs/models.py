@@ -239,3 +239,20 @@ class RunPrompts(models.Model):
 
     def __str__(self) -> str:
         return f"prompts of run {self.run_id}"
+
+
+class ChartLayout(models.Model):
+    """One user's arrangement of the charts, on every run and compare page (like a W&B workspace): the panels
+    pinned to the top, those hidden, and the order of the rest, each by metric name."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chart_layout")
+    pinned = models.JSONField(default=list, blank=True)
+    hidden = models.JSONField(default=list, blank=True)
+    order = models.JSONField(default=list, blank=True, help_text="Metric names in the order the user put them")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"chart layout of {self.user}"
+
+    def as_dict(self) -> dict[str, list[str]]:
+        return {"pinned": self.pinned, "hidden": self.hidden, "order": self.order}

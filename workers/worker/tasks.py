@@ -70,6 +70,22 @@ def requeue_stranded() -> dict[str, list[int]]:
     return stranded_requeue(older_than_s=120)
 
 
+@app.task(name="workers.deliver_alert", ignore_result=True)
+def deliver_alert(delivery_id: int) -> str:
+    """One try of an alert's delivery to a webhook or a mailbox (retried later, by beat, when it fails)."""
+    from webapp.alerts.delivery import delivery_attempt
+
+    return delivery_attempt(delivery_id)
+
+
+@app.task(name="workers.watch_stalled_runs", ignore_result=True)
+def watch_stalled_runs() -> list[int]:
+    """Beat, every minute: alert on running runs that stopped making steps."""
+    from webapp.alerts.checks import stalled_runs_check
+
+    return [alert.pk for alert in stalled_runs_check()]
+
+
 @app.task(name="workers.run_job", ignore_result=True)
 def run_job(job_id: int) -> str:
     from workers.worker.jobs import run_job as run

@@ -25,18 +25,18 @@ def _compare_runs(request: HttpRequest) -> list[Run]:
 def compare_view(request: HttpRequest) -> HttpResponse:
     runs = _compare_runs(request)
     names = sorted({n for run in runs for n in metric_names(run=run)})
+    summary = [comparison.summary_row(r) for r in runs]
     return render(
         request,
         "runs/compare.html",
         {
             "runs": runs,
             "ids": ",".join(str(r.pk) for r in runs),
-            "summary": [comparison.summary_row(r) for r in runs],
-            "summary_keys": list(comparison.summary_row(runs[0]).keys())[3:],
+            "summary": summary,
+            "summary_keys": [(k, comparison.SUMMARY_TITLES.get(k, k)) for k in list(summary[0])[3:]],
             "diff": comparison.config_diff(runs),
             "rows": comparison.shared_rows(runs),
-            "metric_names": names,
-            "boot": {"runs": [{"id": r.pk, "name": r.name} for r in runs], "names": names},
+            "boot": {"runs": [{"id": r.pk, "name": r.name, "maxSteps": r.max_steps} for r in runs], "names": names},
         },
     )
 

@@ -8,7 +8,7 @@ import json
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -25,7 +25,7 @@ from webapp.jobs.services import job_create
 from webapp.runs.forms import RunCreateForm
 from webapp.runs.grpo import HELP, settings_flat
 from webapp.runs.models import Status
-from webapp.runs.selectors import environment_activity, metric_names, metric_tails, run_list
+from webapp.runs.selectors import environment_activity, metric_tails, run_list
 from webapp.runs.spec import RunSpec, prompts_from_jsonl, run_spec_check
 from webapp.runs.views.access import run_or_404
 
@@ -46,6 +46,8 @@ def run_list_view(request: HttpRequest) -> HttpResponse:
         runs = runs.filter(tags__icontains=f'"{tag}"')
     if q:
         runs = runs.filter(Q(name__icontains=q) | Q(model_name__icontains=q))
+    # Alerts raised on each run (the alerts app's rows, counted through their relation: runs never imports it).
+    runs = runs.annotate(alert_count=Count("alerts", distinct=True)).order_by("-created_at")
     page = Paginator(runs, 25).get_page(request.GET.get("page"))
     tails = metric_tails(run_ids=[run.pk for run in page], name="reward", last=SPARK_POINTS)
     for run in page:
@@ -161,14 +163,13 @@ def run_create_view(request: HttpRequest) -> HttpResponse:
 def run_detail_view(request: HttpRequest, pk: int) -> HttpResponse:
     run = run_or_404(request, pk)
     membership = membership_get(user=request.user, team=run.team)
-    names = metric_names(run=run)
-    groups: dict[str, list[str]] = {}
-    for name in names:
-        groups.setdefault(name.split("/")[0] if "/" in name else "train", []).append(name)
     config_rows = [(k, v, HELP.get(k, "")) for k, v in settings_flat(run.config).items()]
     from webapp.artifacts.saved_models import saved_models
 
     children = list(run_list(user=request.user).filter(parent=run).order_by("created_at")[:50])
+    evaluations = run_evaluations(run=run)
+    # The held-out chart links each of its points to the evaluation it draws.
+    heldout = [{"step": e.step, "url": e.get_absolute_url(), "status": e.status} for e in evaluations]
     return render(
         request,
         "runs/run_detail.html",
@@ -180,9 +181,14 @@ def run_detail_view(request: HttpRequest, pk: int) -> HttpResponse:
             "environment_activity": environment_activity(run=run) if run.environments else [],
             "children": children,
             "parent": run_list(user=request.user).filter(pk=run.parent_id).first() if run.parent_id else None,
-            "metric_groups": groups,
-            "evaluations": run_evaluations(run=run),
+            "evaluations": evaluations,
             "eval_summary": baseline_to_final(run=run),
-            "boot": {"run": run.pk, "maxSteps": run.max_steps, "status": run.status, "step": run.step},
+            "boot": {
+                "run": run.pk,
+                "maxSteps": run.max_steps,
+                "status": run.status,
+                "step": run.step,
+                "evaluations": heldout,
+            },
         },
     )

@@ -6,137 +6,180 @@
   const state = (window.trainyardRun = { series: {}, charts: {}, lastSeq: 0, episodes: new Map(), status: boot.status, startedAt: null,
                   smoothing: 0, xaxis: "step", pendingDraw: false });
 
-  const KEY_CHARTS = [
-    { title: "reward (mean ± std)", names: ["reward"], band: "reward_std", key: "reward" },
-    { title: "loss", names: ["loss"] },
-    { title: "KL", names: ["kl"] },
-    { title: "entropy", names: ["entropy"] },
-    { title: "completion length", names: ["completions/mean_length", "completions/max_length"] },
-    { title: "tool calls / failures", names: ["tools/call_frequency", "tools/failure_frequency"] },
-  ];
   const COLORS = ["#3556d8", "#d8553a", "#12805c", "#9b51e0", "#b54708", "#0e7490"];
+  const P = window.TrainyardPanels;
+  const heldout = new Map((boot.evaluations || []).map((e) => [e.step, e]));
 
   function ema(values, weight) {
     if (!weight) return values;
     const out = []; let last = null;
-    for (const v of values) { last = last === null ? v : last * weight + (1 - weight) * v; out.push(last); }
+    for (const v of values) { last = v === null ? last : last === null ? v : last * weight + (1 - weight) * v; out.push(v === null ? null : last); }
     return out;
   }
 
-  function chartData(def) {
+  function byStep(name, series) {
+    const s = (series || state.series)[name]; const m = new Map();
+    if (s) s.step.forEach((step, i) => m.set(step, s.value[i]));
+    return m;
+  }
+
+  // The columns a panel draws: x, its metric (smoothed), and its band (±std or an eval's interval).
+  function chartData(def, series) {
+    series = series || state.series;
+    const names = def.names.concat(def.band ? def.band.names : []);
     const xs = new Map();
-    for (const name of def.names) {
-      const s = state.series[name]; if (!s) continue;
+    for (const name of names) {
+      const s = series[name]; if (!s) continue;
       s.step.forEach((step, i) => xs.set(step, state.xaxis === "step" ? step : s.wall_time[i]));
     }
     const steps = [...xs.keys()].sort((a, b) => a - b);
     const x = steps.map((s) => xs.get(s));
-    const ys = def.names.map((name) => {
-      const s = state.series[name]; const byStep = new Map();
-      if (s) s.step.forEach((step, i) => byStep.set(step, s.value[i]));
-      return ema(steps.map((st) => (byStep.has(st) ? byStep.get(st) : null)), state.smoothing);
-    });
-    if (def.band && state.series[def.band]) {
-      const sd = new Map(); const s = state.series[def.band];
-      s.step.forEach((step, i) => sd.set(step, s.value[i]));
-      const mean = ys[0];
-      ys.push(steps.map((st, i) => (mean[i] === null ? null : mean[i] + (sd.get(st) || 0))));
-      ys.push(steps.map((st, i) => (mean[i] === null ? null : mean[i] - (sd.get(st) || 0))));
+    const main = byStep(def.names[0], series);
+    const y = steps.map((st) => (main.has(st) ? main.get(st) : null));
+    const cols = [x, def.heldout ? y : ema(y, state.smoothing)];
+    if (def.band && def.band.kind === "std") {
+      const sd = byStep(def.band.names[0], series);
+      cols.push(steps.map((st, i) => (cols[1][i] === null ? null : cols[1][i] + (sd.get(st) || 0))));
+      cols.push(steps.map((st, i) => (cols[1][i] === null ? null : cols[1][i] - (sd.get(st) || 0))));
+    } else if (def.band) {
+      for (const n of def.band.names) { const m = byStep(n, series); cols.push(steps.map((st) => (m.has(st) ? m.get(st) : null))); }
     }
-    return { steps, data: [x, ...ys] };
+    if (def.heldout) {  // the baseline (the first eval) as a line across the run
+      const first = y.find((v) => v !== null);
+      cols.push(steps.map(() => (first === undefined ? null : first)));
+    }
+    return { steps, data: cols };
   }
 
-  function makeChart(def, container) {
-    const wrap = document.createElement("div"); wrap.className = "chart"; wrap.dataset.metric = def.names[0];
-    wrap.innerHTML = `<h3>${def.title}</h3>`; container.appendChild(wrap);
-    const seriesOpts = [{ label: state.xaxis }].concat(def.names.map((n, i) => ({ label: n, stroke: COLORS[i % 6], width: 1.5, spanGaps: true })));
-    if (def.band) seriesOpts.push({ label: "+std", stroke: "#a9b8f0", dash: [4, 4] }, { label: "-std", stroke: "#a9b8f0", dash: [4, 4] });
-    const opts = { width: Math.max(380, wrap.clientWidth - 10), height: 200, series: seriesOpts,
-      scales: { x: { time: state.xaxis === "wall_time" } }, legend: { live: true },
-      hooks: { setSelect: [(u) => zoom(def, u)] } };
+  function xRange(chart) {
+    return (u, min, max) => {
+      if (chart.zoomed || state.xaxis !== "step") return [min, max];
+      return [0, Math.max(boot.maxSteps || 0, max || 0, 1)];
+    };
+  }
+
+  function makeChart(def, body, el) {
+    if (def.kind === "distribution") return (state.charts[def.key] = distributionPanel(body, el));
+    const chart = { def, el, zoomed: null };
+    const series = [{ label: state.xaxis, value: (u, v) => (v == null ? "" : state.xaxis === "step" ? `step ${v}` : new Date(v * 1000).toLocaleTimeString()) }];
+    const unit = def.unit;
+    const value = (u, v) => P.valueText(v, unit);
+    series.push({ label: def.heldout ? "mean" : def.title.split(" (")[0], stroke: COLORS[0], width: 1.5, spanGaps: true, value,
+                  points: { show: def.heldout ? true : undefined, size: def.heldout ? 8 : undefined } });
+    const bands = [];
+    if (def.band) {
+      const fill = "rgba(53, 86, 216, 0.14)";
+      const labels = def.band.kind === "std" ? ["+std", "-std"] : ["high (95 %)", "low (95 %)"];
+      if (def.band.kind === "std") series.push({ label: labels[0], stroke: "#a9b8f0", width: 1, value }, { label: labels[1], stroke: "#a9b8f0", width: 1, value });
+      else series.push({ label: labels[1], stroke: "#a9b8f0", width: 1, value, spanGaps: true }, { label: labels[0], stroke: "#a9b8f0", width: 1, value, spanGaps: true });
+      bands.push(def.band.kind === "std" ? { series: [2, 3], fill } : { series: [3, 2], fill });
+    }
+    if (def.heldout) series.push({ label: "baseline", stroke: "#98a2b3", dash: [6, 4], width: 1.2, value, points: { show: false } });
+    const opts = { width: Math.max(360, body.clientWidth || 420), height: 190, series, bands,
+      scales: { x: { time: state.xaxis === "wall_time", range: xRange(chart) } },
+      axes: [{ values: state.xaxis === "step" ? P.axisValues("", el, "xTicks") : undefined },
+             { values: P.axisValues(unit, el), size: 60 }],
+      legend: { live: true }, hooks: { setSelect: [(u) => zoom(chart, u)] } };
     const built = chartData(def);
-    const plot = new uPlot(opts, built.data, wrap);
-    plot.steps = built.steps;
+    chart.plot = new uPlot(opts, built.data, body);
+    chart.plot.steps = built.steps;
+    const over = chart.plot.over;
     if (def.key === "reward") {
-      plot.over.addEventListener("click", () => {
-        const idx = plot.cursor.idx; if (idx == null) return;
-        const step = plot.steps[idx];
-        document.getElementById("filter-step").value = step;
+      over.addEventListener("click", () => {
+        const idx = chart.plot.cursor.idx; if (idx == null) return;
+        document.getElementById("filter-step").value = chart.plot.steps[idx];
         loadEpisodes();
       });
-      plot.over.style.cursor = "pointer";
+      over.style.cursor = "pointer";
     }
-    state.charts[def.title] = { plot, def, wrap };
+    if (def.heldout) {  // a point opens the evaluation it draws
+      over.addEventListener("click", () => {
+        const idx = chart.plot.cursor.idx; if (idx == null) return;
+        const e = heldout.get(chart.plot.steps[idx]); if (e) location.href = e.url;
+      });
+      over.style.cursor = "pointer";
+    }
+    chart.update = () => {
+      if (chart.zoomed) return;  // a zoomed chart keeps its range until a double click
+      const b = chartData(def); chart.plot.steps = b.steps; chart.plot.setData(b.data);
+    };
+    state.charts[def.key] = chart;
+    return chart;
   }
 
   // Zooming (drag to select) re-fetches that range at full resolution (the server downsamples to ~2,000 points);
   // a double click goes back to the whole run.
-  async function zoom(def, u) {
+  async function zoom(chart, u) {
     if (u.select.width < 5 || state.xaxis !== "step") return;
     const lo = Math.floor(u.posToVal(u.select.left, "x")), hi = Math.ceil(u.posToVal(u.select.left + u.select.width, "x"));
-    const q = new URLSearchParams({ names: def.names.concat(def.band ? [def.band] : []).join(","), lo, hi });
+    const def = chart.def;
+    const q = new URLSearchParams({ names: def.names.concat(def.band ? def.band.names : []).join(","), lo, hi });
     const body = await (await fetch(`${base}metrics.json?${q}`)).json();
-    const chart = state.charts[def.title];
-    chart.zoomed = { series: body.series };
-    const saved = state.series; state.series = { ...saved, ...body.series };
-    const built = chartData(def); state.series = saved;
+    chart.zoomed = true;
+    const built = chartData(def, { ...state.series, ...body.series });
     chart.plot.steps = built.steps; chart.plot.setData(built.data); u.setSelect({ width: 0, height: 0 }, false);
   }
   document.addEventListener("dblclick", (e) => {
-    const wrap = e.target.closest(".chart"); if (!wrap) return;
-    for (const c of Object.values(state.charts)) if (c.wrap === wrap) c.zoomed = null;
-    scheduleDraw();
+    const el = e.target.closest(".chart"); if (!el) return;
+    const chart = state.charts[el.dataset.metric];
+    if (chart && chart.zoomed) { chart.zoomed = null; chart.update(); }
   });
 
-  function allDefs() {
-    const defs = KEY_CHARTS.filter((d) => d.names.some((n) => state.series[n]));
-    const shown = new Set(defs.flatMap((d) => d.names.concat(d.band ? [d.band] : [])));
-    const groups = {};
-    for (const name of Object.keys(state.series).sort()) {
-      if (shown.has(name)) continue;
-      const prefix = name.includes("/") ? name.split("/")[0] : "train";
-      (groups[prefix] = groups[prefix] || []).push(name);
-    }
-    // Series of very different scales (num_tokens in tens of thousands beside a learning rate) get their own
-    // panel: one chart per prefix and order of magnitude, so no axis reads "0,000".
-    for (const [prefix, names] of Object.entries(groups)) {
-      const byScale = {};
-      for (const name of names) (byScale[magnitude(name)] = byScale[magnitude(name)] || []).push(name);
-      const scales = Object.keys(byScale);
-      for (const scale of scales) {
-        const members = byScale[scale];
-        for (let i = 0; i < members.length; i += 6) {
-          const title = scales.length === 1 ? prefix : `${prefix}: ${members.slice(i, i + 6).join(", ")}`;
-          defs.push({ title, names: members.slice(i, i + 6) });
-        }
+  // -- the reward distribution: a heat strip, one column per step (or a few steps), one row per reward bin --------
+  function distributionPanel(body, el) {
+    body.innerHTML = `<canvas class="heat" height="150"></canvas><div class="heat-axis muted"></div><p class="muted heat-note"></p>`;
+    const canvas = body.querySelector("canvas");
+    const handle = { data: null, loading: false, last: 0 };
+    function draw() {
+      const d = handle.data; if (!d || !d.columns.length) { body.querySelector(".heat-note").textContent = "No episodes yet."; return; }
+      const width = Math.max(360, body.clientWidth || 420); canvas.width = width;
+      const ctx = canvas.getContext("2d"); ctx.clearRect(0, 0, width, canvas.height);
+      const w = width / d.columns.length, h = canvas.height / d.bins;
+      for (const [i, col] of d.columns.entries()) {
+        const most = Math.max(...col.counts, 1);
+        col.counts.forEach((n, b) => {
+          if (!n) return;
+          ctx.fillStyle = `rgba(53, 86, 216, ${0.12 + 0.88 * (n / most)})`;
+          ctx.fillRect(i * w, canvas.height - (b + 1) * h, Math.ceil(w), Math.ceil(h));
+        });
       }
+      const lo = d.edges[0], hi = d.edges[d.edges.length - 1];
+      body.querySelector(".heat-axis").textContent = `reward ${P.valueText(lo, "")} (bottom) … ${P.valueText(hi, "")} (top) · steps ${d.columns[0].first_step}–${d.columns[d.columns.length - 1].last_step}`;
+      const zero = d.columns.filter((c) => c.zero_spread_share !== null);
+      const share = zero.length ? zero[zero.length - 1].zero_spread_share : null;
+      body.querySelector(".heat-note").textContent = share === null ? "" :
+        `Last step: ${P.valueText(share, "ratio")} of its GRPO groups had zero reward spread (no learning signal).`;
+      el.dataset.columns = String(d.columns.length);
     }
-    return defs;
+    canvas.addEventListener("mousemove", (e) => {
+      const d = handle.data; if (!d || !d.columns.length) return;
+      const col = d.columns[Math.min(d.columns.length - 1, Math.floor((e.offsetX / canvas.width) * d.columns.length))];
+      canvas.title = `step ${col.first_step}${col.last_step !== col.first_step ? "–" + col.last_step : ""}: ${col.episodes} episodes, mean ${P.valueText(col.mean, "")}` +
+        (col.zero_spread_share === null ? "" : `, zero-spread groups ${P.valueText(col.zero_spread_share, "ratio")}`);
+    });
+    handle.update = async () => {
+      if (handle.loading || Date.now() - handle.last < 4000) return;  // live: at most every 4 s
+      handle.loading = true; handle.last = Date.now();
+      try { handle.data = await (await fetch(`${base}rewards.json`)).json(); draw(); } finally { handle.loading = false; }
+    };
+    handle.update();
+    return handle;
   }
 
-  function magnitude(name) {
-    const values = (state.series[name] || { value: [] }).value.filter((v) => v !== null && isFinite(v) && v !== 0);
-    if (!values.length) return 0;
-    const largest = Math.max(...values.map((v) => Math.abs(v)));
-    return Math.floor(Math.log10(largest) / 2);  // buckets two decades wide
-  }
+  const workspace = new P.Workspace({
+    container: document.getElementById("charts"), search: document.getElementById("chart-search"),
+    hiddenBar: document.getElementById("charts-hidden"), makePanel: makeChart,
+    extras: [{ section: "reward", title: "Reward", after: "reward",
+               panel: { key: "reward/distribution", title: "Reward distribution per step (episodes)", kind: "distribution", names: [] } }],
+  });
+  state.workspace = workspace;
 
-  function rebuildCharts() {
-    const container = document.getElementById("charts");
-    container.innerHTML = ""; state.charts = {};
-    for (const def of allDefs()) makeChart(def, container);
-  }
-
-  function redraw() {
+  async function redraw() {
     state.pendingDraw = false;
-    const defs = allDefs();
-    if (defs.length !== Object.keys(state.charts).length) return rebuildCharts();
-    for (const { plot, def, zoomed } of Object.values(state.charts)) {
-      if (zoomed) continue;  // a zoomed chart keeps its range until a double click
-      const built = chartData(def); plot.steps = built.steps; plot.setData(built.data);
-    }
+    if (!(await workspace.setNames(Object.keys(state.series)))) workspace.update();
   }
   function scheduleDraw() { if (!state.pendingDraw) { state.pendingDraw = true; requestAnimationFrame(redraw); } }
+  function rebuildCharts() { workspace.render(); }
 
   function addMetrics(msg) {
     for (const [name, value] of Object.entries(msg.values)) {
@@ -187,6 +230,7 @@
   }
   function addEpisode(ep, live) {
     if (state.episodes.has(ep.id)) return;
+    if (live && state.charts["reward/distribution"]) state.charts["reward/distribution"].update();
     state.episodes.set(ep.id, ep);
     if (!matches(ep)) return;
     const list = document.getElementById("episodes");
@@ -211,7 +255,11 @@
     const members = body.episodes.filter((e) => e.group === ep.group).sort((a, b) => a.index - b.index);
     const rewards = members.map((e) => e.reward);
     const zero = rewards.length > 1 && rewards.every((r) => r === rewards[0]);
-    document.getElementById("group-title").textContent = `step ${ep.step}, group ${ep.group}` + (zero ? " — zero variance: no learning signal" : "");
+    // The spread that made the advantages: GRPO scales each reward by its group's mean and standard deviation.
+    const mean = rewards.reduce((a, b) => a + b, 0) / Math.max(1, rewards.length);
+    const std = Math.sqrt(rewards.reduce((a, r) => a + (r - mean) * (r - mean), 0) / Math.max(1, rewards.length));
+    document.getElementById("group-title").textContent = `step ${ep.step}, group ${ep.group} · mean ${mean.toFixed(3)}, std ${std.toFixed(3)}` +
+      (zero ? " — zero spread: no learning signal" : "");
     const view = document.getElementById("group-view"); view.innerHTML = "";
     for (const m of members) { const n = episodeNode(m); if (zero) n.classList.add("zero"); view.appendChild(n); }
   }
@@ -253,6 +301,7 @@
     else if (msg.type === "run.episode") addEpisode({ ...msg.episode, step: msg.step }, true);
     else if (msg.type === "run.status") setStatus(msg);
     else if (msg.type === "run.progress") setProgress(msg);
+    else if (msg.type === "run.alert") loadAlerts();
     else if (msg.type === "run.log") { const pre = document.getElementById("log-tail"); pre.textContent += msg.line + "\n"; }
   }
 
@@ -263,6 +312,12 @@
     socket.onopen = () => { retry = 500; document.body.dataset.live = "connected"; };
     socket.onmessage = (event) => { const data = JSON.parse(event.data); (data.messages || []).forEach(handle); };
     socket.onclose = () => { document.body.dataset.live = "reconnecting"; setTimeout(connect, retry); retry = Math.min(10000, retry * 2); };
+  }
+
+  // The Alerts card is the alerts app's own fragment: fetched at start and again whenever an alert arrives.
+  async function loadAlerts() {
+    const card = document.getElementById("alerts");
+    try { card.innerHTML = await (await fetch(card.dataset.src)).text(); card.dataset.loaded = String(Date.now()); } catch (e) { /* next alert */ }
   }
 
   async function tailLog() {
@@ -277,9 +332,10 @@
     const body = await (await fetch(`${base}metrics.json`)).json();
     state.series = body.series;
     state.lastSeq = body.last_seq;
-    rebuildCharts();
+    await workspace.setNames(Object.keys(state.series));
     setProgress({ step: boot.step, max_steps: boot.maxSteps });
     await loadEpisodes();
+    loadAlerts();
     connect();
     tailLog();
   }

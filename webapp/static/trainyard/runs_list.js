@@ -31,6 +31,12 @@
       const chip = row.querySelector("[data-status]");
       chip.textContent = msg.status; chip.className = "chip " + msg.status;
     }
+    if (msg.type === "run.alert") {  // a chip per run, counting its alerts, live
+      const chip = row.querySelector("[data-alerts]");
+      const n = Number(chip.dataset.alerts || 0) + 1;
+      chip.dataset.alerts = String(n); chip.hidden = false; chip.textContent = `${n} alert${n > 1 ? "s" : ""}`;
+      chip.title = msg.alert.title + ": " + msg.alert.message;
+    }
     if (msg.max_steps) row.querySelector("[data-progress]").textContent = `${msg.step}/${msg.max_steps}`;
     if (msg.rewards && msg.rewards.length) addRewards(row, msg.rewards);
   }

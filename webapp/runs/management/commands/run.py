@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import getpass
 import json
 import sys
 from pathlib import Path
@@ -89,6 +90,11 @@ class Command(BaseCommand):
         )
         create.add_argument("--env-weight", type=float, default=1.0, help="--env's weight in a mixture")
         create.add_argument("--name", default="")
+        create.add_argument(
+            "--user",
+            help="who creates it, a member of the team (default: this login's name, when "
+            "a member has it): the runs list shows them as its owner",
+        )
         create.add_argument("--trust-override-reason", default="",
                             help="why this run may start on a version whose trust check failed")  # fmt: skip
         create.add_argument(
@@ -130,6 +136,7 @@ class Command(BaseCommand):
         if version is None:
             raise CommandError(f"{environment.slug} has no such version")
         team = Team.objects.get(slug=options["team"]) if options["team"] else environment.team
+        user = self.owner(team, options["user"])
         try:
             config = json.loads(options["config"])
         except ValueError as exc:
@@ -153,7 +160,7 @@ class Command(BaseCommand):
         try:
             mixture = mixture_parse(lines, candidates)
             run = services.run_create(
-                team=team, user=None, env_version=version, model_name=options["model"], config=config,
+                team=team, user=user, env_version=version, model_name=options["model"], config=config,
                 mixture=mixture, env_weight=options["env_weight"],
                 replicas=options["replicas"], provider=options["provider"], name=options["name"],
                 trust_override_reason=options["trust_override_reason"],
@@ -161,6 +168,23 @@ class Command(BaseCommand):
         except ValidationError as exc:
             raise CommandError(validation_text(exc)) from exc
         self.report(run, options)
+
+    @staticmethod
+    def owner(team: Team, name: str | None):
+        """The run's owner: --user (who must be a member who may create runs), else the member whose username is
+        this login's, else nobody (the runs list then says the command line made it)."""
+        from webapp.accounts.models import Membership, Role
+
+        try:
+            login = name or getpass.getuser()
+        except (KeyError, OSError):  # a container's uid with no name
+            login = ""
+        membership = Membership.objects.filter(team=team, user__username=login).first() if login else None
+        if membership is None or not membership.allows(Role.MEMBER):
+            if name:
+                raise CommandError(f"--user: {name} is not a member of {team.slug} who may create runs")
+            return None
+        return membership.user
 
     @staticmethod
     def run_of(options: dict) -> Run:

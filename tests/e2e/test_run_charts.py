@@ -1,0 +1,126 @@
+"""Reading a recorded run's charts in a real headless Chromium: sections in the order a GRPO user reads them, one
+metric per panel, a search box, axis labels that say what the values are (1e-4 and millions), the held-out
+evaluation drawn as a band with its baseline and linked to its evaluations, the reward distribution, and a user's
+pins and hidden panels remembered after a reload; the compare page draws the same panels with the runs overlaid."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.e2e.conftest import ARTIFACTS, PASSWORD, log_in
+from tests.webapp.runs.conftest import recorded_run
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def dana_runs(acme):
+    """dana, a member of Acme, and two recorded runs (made before the browser's event loop starts)."""
+    from tests.factories import MembershipFactory, UserFactory
+
+    user = UserFactory(username="dana")
+    user.set_password(PASSWORD)
+    user.save()
+    MembershipFactory(team=acme, user=user, role="member")
+    first = recorded_run(acme, user, steps=30, max_steps=40)
+    second = recorded_run(acme, user, steps=20, max_steps=40)
+    evaluations = {e.step: e.pk for e in first.evaluations.all()}
+    return first, second, evaluations
+
+
+def visible_panels(page, section=None) -> list[str]:
+    where = f'[data-section="{section}"] ' if section else ""
+    return page.eval_on_selector_all(f"{where}.chart:not([hidden])", "els => els.map(e => e.dataset.metric)")
+
+
+def ticks(page, metric: str) -> list[str]:
+    return page.evaluate(f"() => JSON.parse(document.querySelector('.chart[data-metric=\"{metric}\"]').dataset.yTicks)")
+
+
+def test_a_recorded_runs_charts_read_right(dana_runs, daphne_server, browser):
+    run, other, evaluations = dana_runs
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    console = []
+    page.on("console", lambda m: console.append(m.text))
+    log_in(page, daphne_server, "dana")
+    page.goto(f"{daphne_server}/runs/{run.pk}/")
+    try:
+        page.wait_for_selector('.chart[data-metric="reward"] canvas', timeout=20_000)
+    except Exception:
+        state = page.evaluate("() => [Object.keys(window.trainyardRun.series).length, document.getElementById('charts').innerHTML.slice(0, 500), window.trainyardRun.workspace.sections.length]")
+        raise AssertionError(f"no reward chart; page errors: {errors} {state} {console}") from None
+
+    sections = page.eval_on_selector_all("#charts .panel-section", "els => els.map(e => e.dataset.section)")
+    assert sections == ["reward", "eval", "tools", "policy", "completions", "system"]
+    assert visible_panels(page, "reward")[:3] == ["reward", "reward/distribution", "frac_reward_zero_std"]
+    assert "reward_std" not in visible_panels(page), "the reward's spread is its band, not a chart"
+    assert page.inner_text('.chart[data-metric="kl"] h4') == "KL divergence to the reference"
+    page.wait_for_function(
+        "() => document.querySelector('.chart[data-metric=\"reward/distribution\"]').dataset.columns === '30'"
+    )
+
+    # Axis labels: a learning rate around 1e-4 in scientific notation, tokens in millions, a ratio in percent.
+    lr = ticks(page, "learning_rate")
+    assert lr and all(re.fullmatch(r"-?\d+(\.\d+)?e-\d+|0", t) for t in lr) and len(set(lr)) == len(lr), lr
+    tokens = ticks(page, "num_tokens")
+    assert tokens and all(t.endswith("M") for t in tokens) and len(set(tokens)) == len(tokens), tokens
+    assert all(t.endswith("%") for t in ticks(page, "clip_ratio/region_mean"))
+    x_max = page.evaluate("() => window.trainyardRun.charts['reward'].plot.scales.x.max")
+    assert x_max == 40, "the x axis spans the run's steps, not the points so far"
+
+    # The held-out evaluation: mean, its interval as a band, the baseline as a line; a point opens its evaluation.
+    heldout = page.evaluate("""() => { const p = window.trainyardRun.charts['eval/mean_reward'].plot;
+        return {labels: p.series.map(s => s.label), bands: p.bands.length, baseline: p.data[4]}; }""")
+    assert heldout["labels"][1:] == ["mean", "low (95 %)", "high (95 %)", "baseline"] and heldout["bands"] == 1
+    assert set(heldout["baseline"]) == {0.2}
+
+    # Search filters panels by name.
+    page.fill("#chart-search", "clip")
+    assert visible_panels(page) == ["clip_ratio/region_mean"]
+    assert page.eval_on_selector_all(".panel-section:not([hidden])", "els => els.length") == 1
+    page.fill("#chart-search", "")
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "run-charts-after.png"), full_page=True)
+
+    # Pin KL and hide the token count; both are remembered for dana after a reload.
+    saved = page.evaluate("() => document.body.dataset.layoutSaved || ''")
+    page.hover('.chart[data-metric="kl"]')
+    page.click('.chart[data-metric="kl"] .pin')
+    page.wait_for_function(f"() => (document.body.dataset.layoutSaved || '') !== '{saved}'")
+    saved = page.evaluate("() => document.body.dataset.layoutSaved")
+    page.hover('.chart[data-metric="num_tokens"]')
+    page.click('.chart[data-metric="num_tokens"] .hide')
+    page.wait_for_function(f"() => document.body.dataset.layoutSaved !== '{saved}'")
+    page.reload()
+    page.wait_for_selector('.chart[data-metric="reward"] canvas')
+    first = page.eval_on_selector("#charts .panel-section", "e => e.dataset.section")
+    assert first == "pinned" and visible_panels(page, "pinned") == ["kl"]
+    assert "num_tokens" not in visible_panels(page) and "Tokens seen" in page.inner_text("#charts-hidden")
+
+    # A click on the final eval's point opens that evaluation.
+    box = page.evaluate("""() => { const p = window.trainyardRun.charts['eval/mean_reward'].plot;
+        const r = p.over.getBoundingClientRect(); p.over.scrollIntoView();
+        const r2 = p.over.getBoundingClientRect();
+        return {x: r2.left + p.valToPos(30, 'x'), y: r2.top + p.valToPos(0.6, 'y')}; }""")
+    page.mouse.move(box["x"], box["y"])
+    page.mouse.click(box["x"], box["y"])
+    page.wait_for_url(f"**/evals/{evaluations[30]}/")
+
+    # Compare: the same sections, each panel overlaying both runs.
+    page.goto(f"{daphne_server}/runs/compare/?runs={run.pk},{other.pk}")
+    page.wait_for_selector('.chart[data-metric="reward"] canvas')
+    assert page.eval_on_selector("#charts .panel-section", "e => e.dataset.section") == "pinned", "dana's pins too"
+    labels = page.evaluate("() => window.trainyardCompare.charts['reward'].plot.series.slice(1).map(s => s.label)")
+    assert labels == [run.name, other.name]
+    assert "Final reward" in page.inner_text("#summary thead")
+    style = page.eval_on_selector(
+        "#summary th.metric", "e => [getComputedStyle(e).textTransform, getComputedStyle(e).overflowWrap]"
+    )
+    assert style == ["none", "normal"], "a column's title breaks between words, never inside one"
+    page.screenshot(path=str(ARTIFACTS / "compare-charts-after.png"), full_page=True)
+    assert not errors, errors

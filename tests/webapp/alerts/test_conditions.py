@@ -1,0 +1,40 @@
+"""The conditions behind alert rules, on series of (step, value)."""
+
+from __future__ import annotations
+
+from webapp.alerts import conditions
+
+
+def series(values, start=1):
+    return [(start + i, float(v)) for i, v in enumerate(values)]
+
+
+def test_a_reward_that_drops_to_nothing_is_a_collapse_and_a_noisy_one_is_not():
+    collapsed = conditions.reward_collapse(series([0.6, 0.7, 0.8, 0, 0, 0, 0]))
+    assert collapsed and collapsed.step == 7 and "collapse" in collapsed.message
+    assert conditions.reward_collapse(series([0.6, 0.7, 0.8, 0, 0, 0])) is None, "three steps are not four"
+    noisy = [0.2, 0.05, 0.3, 0.0, 0.25, 0.1, 0.0, 0.15, 0.0, 0.05, 0.3, 0.2]
+    assert conditions.reward_collapse(series(noisy)) is None
+    assert conditions.reward_collapse(series([0.0] * 10)) is None, "a run that never earned has not collapsed"
+
+
+def test_user_rules_threshold_change_and_z_score():
+    assert conditions.threshold(series([0.1, 0.5, 0.6]), above=True, value=0.4, steps=2).step == 3
+    assert conditions.threshold(series([0.1, 0.5, 0.3]), above=True, value=0.4, steps=2) is None
+    assert conditions.threshold(series([5, 1]), above=False, value=2).value == 1.0
+    assert "-50%" in conditions.relative_change(series([1.0, 0.8, 0.5]), percent=40, steps=2).message
+    assert conditions.relative_change(series([1.0, 0.8, 0.7]), percent=40, steps=2) is None
+    steady = [1.0, 1.1, 0.9, 1.0, 1.05, 0.95]
+    assert conditions.zscore(series([*steady, 3.0]), z=3, window=6) is not None
+    assert conditions.zscore(series([*steady, 1.1]), z=3, window=6) is None
+
+
+def test_the_built_in_grpo_rules():
+    assert conditions.no_learning_signal(series([1.0] * 10)) is not None
+    assert conditions.no_learning_signal(series([1.0] * 9 + [0.5])) is None
+    assert conditions.tool_error_spike(series([0.0, 0.1, 0.0, 0.6, 0.7, 0.9])) is not None
+    assert conditions.tool_error_spike(series([0.6, 0.7, 0.6, 0.6, 0.7, 0.9])) is None, "always failing is no spike"
+    assert conditions.entropy_collapse_or_blowup(series([1.0, 1.0, 1.0, 0.5, 0.05, 0.04, 0.03])) is not None
+    assert conditions.entropy_collapse_or_blowup(series([1.0, 1.0, 1.0, 0.9, 0.8, 0.85])) is None
+    assert conditions.clip_ratio_high(series([0.1, 0.3, 0.3, 0.4])) is not None
+    assert conditions.environment_error_spike(series([0, 0, 0, 2, 3, 4])) is not None

@@ -1,0 +1,23 @@
+from __future__ import annotations
+
+from django import forms
+
+from webapp.alerts.models import AlertChannel, AlertRule
+
+
+class ChannelForm(forms.Form):
+    kind = forms.ChoiceField(choices=AlertChannel.Kind.choices)
+    target = forms.CharField(max_length=500, help_text="https://hooks.slack.com/… or someone@example.com")
+
+
+class RuleForm(forms.Form):
+    name = forms.CharField(max_length=100)
+    metric = forms.CharField(max_length=100, help_text="A metric's name as charted: reward, kl, eval/mean_reward…")
+    kind = forms.ChoiceField(choices=AlertRule.Kind.choices)
+    above = forms.TypedChoiceField(choices=[("1", "above"), ("0", "below")], coerce=lambda v: v == "1", initial="1",
+                                   help_text="For a threshold")  # fmt: skip
+    value = forms.FloatField(min_value=-1e12, max_value=1e12,
+                             help_text="The threshold; the percentage for a change; z for a z-score")  # fmt: skip
+    steps = forms.IntegerField(
+        min_value=1, max_value=1000, initial=1, help_text="For N steps (threshold), over N (change), the window (z)"
+    )
