@@ -44,15 +44,9 @@ def test_a_recorded_runs_charts_read_right(dana_runs, daphne_server, browser):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    console = []
-    page.on("console", lambda m: console.append(m.text))
     log_in(page, daphne_server, "dana")
     page.goto(f"{daphne_server}/runs/{run.pk}/")
-    try:
-        page.wait_for_selector('.chart[data-metric="reward"] canvas', timeout=20_000)
-    except Exception:
-        state = page.evaluate("() => [Object.keys(window.trainyardRun.series).length, document.getElementById('charts').innerHTML.slice(0, 500), window.trainyardRun.workspace.sections.length]")
-        raise AssertionError(f"no reward chart; page errors: {errors} {state} {console}") from None
+    page.wait_for_selector('.chart[data-metric="reward"] canvas')
 
     sections = page.eval_on_selector_all("#charts .panel-section", "els => els.map(e => e.dataset.section)")
     assert sections == ["reward", "eval", "tools", "policy", "completions", "system"]
@@ -123,4 +117,53 @@ def test_a_recorded_runs_charts_read_right(dana_runs, daphne_server, browser):
     )
     assert style == ["none", "normal"], "a column's title breaks between words, never inside one"
     page.screenshot(path=str(ARTIFACTS / "compare-charts-after.png"), full_page=True)
+    assert not errors, errors
+
+
+def test_the_trajectory_viewer_colours_a_completion_by_its_recorded_values(dana_runs, daphne_server, browser):
+    run, _, _ = dana_runs
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    log_in(page, daphne_server, "dana")
+    page.goto(f"{daphne_server}/runs/{run.pk}/")
+    page.wait_for_selector('#episodes .episode[data-step="30"]')
+    page.wait_for_function("() => document.querySelectorAll('#episodes .token-link').length === 4")  # one group a step
+
+    # From the GRPO group view, as a user reads a group side by side.
+    page.locator("#episodes .episode").filter(has_text="step 30 · group 0.1 ").locator(".meta").click(
+        position={"x": 4, "y": 4}
+    )
+    page.wait_for_selector("#group-view .token-link")
+    page.click("#group-view .episode:nth-child(2) .token-link")  # index 1: reward 1.0, a positive advantage
+    page.wait_for_selector("#tokens .tok")
+
+    def spans():
+        return page.eval_on_selector_all(
+            "#tokens .tok",
+            """els => els.map(e => {
+            const m = getComputedStyle(e).backgroundColor.match(/rgba?\\((\\d+), (\\d+), (\\d+)(?:, ([\\d.]+))?\\)/);
+            return {text: e.textContent, value: Number(e.dataset.value), rgb: [m[1], m[2], m[3]].map(Number),
+                    alpha: m[4] === undefined ? 1 : Number(m[4])}; })""",
+        )
+
+    by_advantage = spans()
+    assert len(by_advantage) == 9 and all(s["value"] > 0 for s in by_advantage)
+    assert all(s["rgb"] == [18, 128, 92] for s in by_advantage), "a positive advantage is green"
+    page.select_option("#token-colour", "logprob")
+    by_logprob = spans()
+    values = [s["value"] for s in by_logprob]
+    assert values == sorted(values, reverse=True), "the fixture's log-probabilities fall along the completion"
+    alphas = [s["alpha"] for s in by_logprob]
+    assert alphas == sorted(alphas) and alphas[0] < alphas[-1], "the less likely a token, the stronger its colour"
+    page.select_option("#token-colour", "trained")
+    masked = [s["text"] for s in spans() if s["rgb"] == [102, 112, 133]]
+    assert masked == ["The number", " is higher"], "the tool's result is not in the loss"
+    assert "guess" in page.inner_text("#timeline")
+    page.screenshot(path=str(ARTIFACTS / "trajectory-viewer.png"), full_page=False)
+
+    page.click("#group-view .episode:nth-child(1) .token-link")  # reward 0.0: a negative advantage
+    page.select_option("#token-colour", "advantage")
+    page.wait_for_function("() => document.querySelector('#tokens .tok').dataset.value.startsWith('-')")
+    assert all(s["rgb"] == [196, 50, 10] for s in spans()), "a negative advantage is red"
     assert not errors, errors

@@ -71,6 +71,8 @@ class GRPOSettings:
     eval_seeds: str = ""
     eval_k: int = 1
     eval_greedy: bool = True
+    # recording: GRPO groups per step whose completions are kept token by token (from the trainer's own forward pass)
+    token_trace_groups: int = 1
     # anything else of TRL's GRPOConfig, checked against its fields
     advanced: dict = field(default_factory=dict)
 
@@ -251,6 +253,7 @@ BOUNDS: dict[str, tuple[int | float, int | float]] = {
     "step_timeout": (0.1, 3600.0),
     "eval_steps": (0, 1_000_000),
     "eval_k": (1, 64),
+    "token_trace_groups": (0, 64),
 }
 
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -274,6 +277,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "LoRA": ("lora_r", "lora_alpha", "lora_dropout", "lora_target_modules"),
     "Environment": ("step_timeout",),
     "Evaluation": ("eval_steps", "eval_seeds", "eval_k", "eval_greedy"),
+    "Recording": ("token_trace_groups",),
     "Advanced": ("advanced",),
 }  # fmt: skip
 
@@ -323,6 +327,8 @@ HELP = {
     f"{DEFAULT_EVAL_SEEDS}.",
     "eval_k": "Samples per held-out seed (pass@k); with greedy decoding 1 is enough.",
     "eval_greedy": "Evaluate with greedy decoding (unchecked: the run's temperature and top_p).",
+    "token_trace_groups": "GRPO groups per step recorded token by token (advantage, log-probability, entropy, loss "
+    "mask) from the trainer's own forward pass, for the trajectory viewer; 0: none.",
     "advanced": 'Any other GRPOConfig field as JSON or YAML, e.g. {"importance_sampling_level": "sequence", '
     '"weight_decay": 0.01}. Checked against TRL\'s own fields.',
 }

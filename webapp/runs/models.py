@@ -256,3 +256,31 @@ class ChartLayout(models.Model):
 
     def as_dict(self) -> dict[str, list[str]]:
         return {"pinned": self.pinned, "hidden": self.hidden, "order": self.order}
+
+
+class TokenTrace(models.Model):
+    """One episode's completion token by token, as the trainer's own forward pass saw it (a sample of the episodes:
+    the run's `token_trace_groups` per step). Per-token numbers are packed as float16 (webapp/runs/token_traces.py):
+    a 500-token completion keeps in about 4 kB."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="token_traces")
+    step = models.PositiveIntegerField()
+    rank = models.PositiveIntegerField(default=0)
+    group = models.PositiveIntegerField()
+    index_in_group = models.PositiveIntegerField()
+    tokens = models.JSONField(default=list, help_text="Each token's text")
+    logprobs = models.BinaryField(help_text="float16 per token: the policy's log-probability of it")
+    entropies = models.BinaryField(help_text="float16 per token: the policy's entropy there")
+    advantages = models.BinaryField(help_text="float16 per token: the advantage its loss was weighted by")
+    trained = models.BinaryField(help_text="one byte per token: 1 in the loss, 0 not (a tool's result)")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "step", "rank", "group", "index_in_group"], name="one_trace_per_episode"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"tokens of episode {self.group}.{self.index_in_group} of step {self.step}"

@@ -19,6 +19,7 @@ urlpatterns = [
     path("<id:pk>/", pages.run_detail_view, name="run-detail"),
     path("<id:pk>/metrics.json", data.run_metrics_json, name="run-metrics"),
     path("<id:pk>/episodes.json", data.run_episodes_json, name="run-episodes"),
+    path("<id:pk>/episodes/<id:episode_id>/tokens.json", data.episode_tokens_json, name="run-episode-tokens"),
     path("<id:pk>/rewards.json", charts.run_reward_distribution_json, name="run-reward-distribution"),
     path("<id:pk>/log.txt", data.run_log_view, name="run-log"),
     path("<id:pk>/models/<str:name>.tar.gz", artifact_views.run_model_download, name="run-model-download"),

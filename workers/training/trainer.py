@@ -141,7 +141,11 @@ def train(run, stop: threading.Event) -> None:
     if rank() == 0:
         ranks = f" x {world_size()} processes" if world_size() > 1 else ""
         Run.objects.filter(pk=run.pk).update(gpu=f"{gpu}{ranks}")
-    trainer_class = concurrent_tools_trainer()
+    from workers.training.token_tracing import TokenTracer, token_tracing_trainer
+
+    tracer = TokenTracer(run.pk, tokenizer, groups=settings.get("token_trace_groups", 1),
+                         group_size=settings["num_generations"], rank=rank())  # fmt: skip
+    trainer_class = token_tracing_trainer(concurrent_tools_trainer(), tracer)
     phase = eval_dataset = None
     if settings.get("eval_steps"):
         from webapp.evals.services import training_evaluations_close

@@ -13,6 +13,13 @@ def register_builtin(team, slug: str) -> EnvironmentVersion:
     return env.versions.get()
 
 
+PLAYED = [
+    {"role": "assistant", "content": "", "tool_calls": [{"name": "guess", "arguments": {"number": 8}}]},
+    {"role": "tool", "name": "guess", "content": "The number is higher than 8.", "reward": 0.0, "done": False,
+     "error": None, "seconds": 0.012},
+]  # fmt: skip
+
+
 def recorded_run(team, user, *, steps: int = 30, max_steps: int = 40):
     """A run as a trainer records it, without training: the series TRL logs (a reward that rises, a learning rate
     around 1e-4 that decays, tokens in the millions, clip ratios), GRPO groups of 4 episodes a step (one group of
@@ -42,9 +49,23 @@ def recorded_run(team, user, *, steps: int = 30, max_steps: int = 40):
     for step in range(1, steps + 1):
         for group, rewards in enumerate(([0.0, 1.0, 0.5, 1.0], [0.0, 0.0, 0.0, 0.0])):
             for index, reward in enumerate(rewards):
+                turns = PLAYED if step == steps and group == 0 else []
                 episodes.append(Episode(run=run, step=step, group=group, index_in_group=index, prompt="Play",
-                                        reward=reward, turns=[]))  # fmt: skip
+                                        reward=reward, turns=turns, num_tool_calls=len(turns) // 2))  # fmt: skip
     Episode.objects.bulk_create(episodes)
+    # The last step's first group token by token, as the trainer's forward pass records it: an assistant turn
+    # (trained on), a tool's result (not), and the answer; log-probabilities falling along the completion.
+    from webapp.runs.token_traces import trace_build
+
+    tokens = ["<tool_call>", '{"name": "guess"', ', "number": 8}', "</tool_call>", "The number", " is higher",
+              "<tool_call>", '{"number": 12}', "</tool_call>"]  # fmt: skip
+    trained = [1, 1, 1, 1, 0, 0, 1, 1, 1]
+    for index, reward in enumerate([0.0, 1.0, 0.5, 1.0]):
+        advantage = (reward - 0.625) / 0.41
+        trace = trace_build(run_id=run.pk, step=steps, rank=0, group=0, index=index, tokens=tokens,
+                                 logprobs=[-0.05 - 0.4 * i for i in range(9)], entropies=[0.1 * i for i in range(9)],
+                                 advantages=[advantage] * 9, trained=trained)  # fmt: skip
+        trace.save()
     for step, mean in ((0, 0.2), (steps, 0.6)):
         interval = {"value": mean, "low": mean - 0.1, "high": mean + 0.1}
         Evaluation.objects.create(team=team, name=f"{run.name} @ {step}", model_name="tiny-local", env_version=version,

@@ -12,6 +12,7 @@ from webapp.core.query_params import LARGEST_STEP, float_param, int_param, text_
 from webapp.runs.models import Episode, Run
 from webapp.runs.rollups import series_downsampled
 from webapp.runs.selectors import metric_names
+from webapp.runs.token_traces import episode_trace, trace_dict, traced_keys
 from webapp.runs.views.access import run_or_404
 
 
@@ -68,7 +69,26 @@ def run_episodes_json(request: HttpRequest, pk: int) -> JsonResponse:
     if environment:
         episodes = episodes.filter(environment=environment)
     rows = list(episodes.order_by("-step", "group", "index_in_group")[:limit])
-    return JsonResponse({"run": run.pk, "episodes": [episode_dict(e) for e in rows]})
+    traced = traced_keys(run.pk, {e.step for e in rows})
+    out = [{**episode_dict(e), "traced": (e.step, e.rank, e.group, e.index_in_group) in traced} for e in rows]
+    return JsonResponse({"run": run.pk, "episodes": out})
+
+
+@login_required
+def episode_tokens_json(request: HttpRequest, pk: int, episode_id: int) -> JsonResponse:
+    """One traced episode token by token (advantage, log-probability, entropy, in the loss or not) and its turns;
+    a 404 that says why for an episode of the run that was not traced."""
+    run = run_or_404(request, pk)
+    episode = Episode.objects.filter(run=run, pk=episode_id).first()
+    if episode is None:
+        return JsonResponse({"error": "no such episode in this run"}, status=404)
+    trace = episode_trace(episode)
+    if trace is None:
+        groups = run.config.get("token_trace_groups", 1)
+        which = f"episode {episode.group}.{episode.index_in_group} of step {episode.step}"
+        reason = f"{which} was not traced (this run traces {groups} GRPO group(s) a step)"
+        return JsonResponse({"error": reason}, status=404)
+    return JsonResponse({"episode": episode_dict(episode), "trace": trace_dict(trace)})
 
 
 @login_required

@@ -226,6 +226,12 @@
     const where = (ep.environment ? ` · ${esc(ep.environment)}` : "") + (ep.rank ? ` · rank ${ep.rank}` : "");
     node.innerHTML = `<div class="meta">step ${ep.step}${where} · group ${ep.group}.${ep.index} · reward <strong>${ep.reward.toFixed(3)}</strong>${adv} · ${ep.num_tool_calls} tool call(s)${ep.error ? " · " + esc(ep.error) : ""}</div>${renderTurns(ep)}`;
     node.addEventListener("click", () => showGroup(ep));
+    if (ep.traced) {  // recorded token by token: the trajectory viewer opens it
+      const link = document.createElement("button");
+      link.type = "button"; link.className = "link token-link"; link.textContent = "tokens";
+      link.addEventListener("click", (e) => { e.stopPropagation(); showTokens(ep); });
+      node.querySelector(".meta").append(" · ", link);
+    }
     return node;
   }
   function addEpisode(ep, live) {
@@ -263,6 +269,66 @@
     const view = document.getElementById("group-view"); view.innerHTML = "";
     for (const m of members) { const n = episodeNode(m); if (zero) n.classList.add("zero"); view.appendChild(n); }
   }
+
+  // -- the trajectory viewer: a traced completion token by token, coloured by the value picked ------------------
+  const TOKEN_MODES = {
+    advantage: { label: "advantage", legend: "green: the loss pushed these tokens up (positive advantage); red: down" },
+    logprob: { label: "log-probability", legend: "red: tokens the policy found unlikely (low log-probability)" },
+    entropy: { label: "entropy", legend: "orange: where the policy was unsure (high entropy)" },
+    trained: { label: "in the loss", legend: "blue: trained on; grey: not in the loss (tool results, the prompt)" },
+  };
+  function tokenColour(mode, value, scale) {
+    if (mode === "trained") return value ? "rgba(53, 86, 216, 0.18)" : "rgba(102, 112, 133, 0.28)";
+    const a = scale > 0 ? Math.min(1, Math.abs(value) / scale) : 0;
+    if (mode === "advantage") return value >= 0 ? `rgba(18, 128, 92, ${(0.85 * a).toFixed(3)})` : `rgba(196, 50, 10, ${(0.85 * a).toFixed(3)})`;
+    if (mode === "logprob") return `rgba(196, 50, 10, ${(0.85 * a).toFixed(3)})`;
+    return `rgba(181, 71, 8, ${(0.85 * a).toFixed(3)})`;
+  }
+  function drawTokens() {
+    const t = state.trace; if (!t) return;
+    const mode = document.getElementById("token-colour").value;
+    const values = t.trace[mode === "trained" ? "trained" : mode];
+    const scale = Math.max(0, ...values.map((v) => Math.abs(v)));
+    const box = document.getElementById("tokens"); box.innerHTML = "";
+    t.trace.tokens.forEach((text, i) => {
+      const span = document.createElement("span");
+      span.className = "tok" + (t.trace.trained[i] ? "" : " untrained");
+      span.textContent = text.replace(/\n/g, "↵\n");
+      span.dataset.value = String(values[i]);
+      span.style.background = tokenColour(mode, values[i], scale);
+      span.title = `${JSON.stringify(text)} · advantage ${t.trace.advantage[i]} · log-prob ${t.trace.logprob[i]} · entropy ${t.trace.entropy[i]} · ${t.trace.trained[i] ? "trained on" : "not in the loss"}`;
+      box.appendChild(span);
+    });
+    document.getElementById("token-legend").textContent = TOKEN_MODES[mode].legend + (mode === "trained" ? "" : ` (scale: |${mode}| up to ${scale.toFixed(3)})`);
+  }
+  function drawTimeline(ep) {
+    // The turns in order: each assistant turn, then each tool call with the environment's own latency.
+    const turns = ep.turns || [];
+    const slowest = Math.max(0.001, ...turns.map((x) => x.seconds || 0));
+    document.getElementById("timeline").innerHTML = turns.map((x) => {
+      if (x.role === "assistant") {
+        const calls = (x.tool_calls || []).map((c) => esc(c.name)).join(", ");
+        return `<div class="tl-row"><span class="tl-label">generation</span><span class="muted">${calls ? "→ " + calls : esc((x.content || "").slice(0, 60))}</span></div>`;
+      }
+      const width = x.seconds != null ? Math.max(2, (100 * x.seconds) / slowest) : 0;
+      const info = x.seconds != null ? `${(x.seconds * 1000).toFixed(1)} ms in the environment` : "never reached the environment";
+      return `<div class="tl-row tool${x.error ? " error" : ""}"><span class="tl-label">${esc(x.name || "tool")}</span><span class="tl-bar" style="width:${width}%"></span><span class="muted">${info}${x.reward != null ? ` · reward ${x.reward}` : ""}${x.error ? " · " + esc(x.error) : ""}</span></div>`;
+    }).join("");
+  }
+  async function showTokens(ep) {
+    const response = await fetch(`${base}episodes/${ep.id}/tokens.json`);
+    const body = await response.json();
+    const card = document.getElementById("trajectory"); card.hidden = false;
+    if (!response.ok) { document.getElementById("tokens").textContent = body.error; state.trace = null; return; }
+    state.trace = body;
+    const trained = body.trace.trained.reduce((a, b) => a + b, 0);
+    document.getElementById("trajectory-title").textContent =
+      `step ${ep.step}, group ${ep.group}.${ep.index} · reward ${ep.reward.toFixed(3)} · ${body.trace.tokens.length} tokens, ${trained} trained on`;
+    drawTimeline(body.episode); drawTokens();
+    card.dataset.episode = String(ep.id);
+    card.scrollIntoView({ block: "nearest" });
+  }
+  document.getElementById("token-colour").addEventListener("change", drawTokens);
 
   // -- status ---------------------------------------------------------------------------------------------
   function setStatus(msg) {
