@@ -4,6 +4,10 @@ Same tiny model, same seed, same config, same game: the baseline's environment c
 in-process and its reward function only sums rewards; ours talks to a real server over OpenEnv's WebSocket through
 the generated adapter and the turn dispatcher, and records every metric and episode into the database and the
 channel layer. Median step time over the measured steps; one JSON line last (goal <= 1.03).
+
+And the cost of the token-level trajectory recording: the same Trainyard run with one GRPO group a step traced token
+by token (workers/training/token_tracing.py) against none, in the same rounds (`token_traces` in the JSON line:
+goal <= 1.03).
 """
 
 from __future__ import annotations
@@ -92,6 +96,7 @@ def main() -> None:
     from workers.training.concurrent_tools import concurrent_tools_trainer
     from workers.training.dataset import build_dataset_rows
     from workers.training.grpo_config import grpo_config
+    from workers.training.token_tracing import TokenTracer, token_tracing_trainer
 
     model = str(ensure_tiny_model(progress=lambda m, f: print(f"… {m}", file=sys.stderr)))
     team = Team.objects.create(name="bench", slug="bench")
@@ -109,9 +114,9 @@ def main() -> None:
     provider = provider_get("process")
     source = version_source(version)
     deployment = provider.provision(source)
-    results: dict[str, list[float]] = {"baseline": [], "trainyard": []}
+    results: dict[str, list[float]] = {"baseline": [], "trainyard": [], "traced": []}
     try:
-        for label in ["baseline", "trainyard"] * args.rounds:
+        for label in ["baseline", "trainyard", "traced"] * args.rounds:
             timer = step_timer()
             if label == "baseline":
                 env_class = in_process_env_class(tools)
@@ -125,6 +130,9 @@ def main() -> None:
                 Run.objects.filter(pk=run.pk).update(deployment=deployment.as_dict())
                 reward_func, record = run_reward_and_callback(run, threading.Event())
                 trainer_class, callbacks, reward_funcs = concurrent_tools_trainer(), [record, timer], [reward_func]
+                if label == "traced":  # one GRPO group a step recorded token by token, as a run does by default
+                    tracer = TokenTracer(run.pk, tokenizer, groups=1, group_size=run.config["num_generations"])
+                    trainer_class = token_tracing_trainer(trainer_class, tracer)
             trainer = trainer_class(
                 model=model, reward_funcs=reward_funcs, args=grpo_config(run.config, DATA / label),
                 train_dataset=dataset, processing_class=tokenizer, environment_factory=env_class, callbacks=callbacks,
@@ -143,6 +151,7 @@ def main() -> None:
     # The least disturbed round of each: machine noise only ever adds time.
     best = {label: min(times) for label, times in results.items()}
     ratio = best["trainyard"] / best["baseline"]
+    traced = best["traced"] / best["trainyard"]
     print(
         json.dumps(
             smoke_marked(
@@ -153,6 +162,14 @@ def main() -> None:
                     "goal": "<= 1.03",
                     "baseline": {"bare_trl_median_step_ms": round(best["baseline"] * 1e3, 1)},
                     "trainyard_median_step_ms": round(best["trainyard"] * 1e3, 1),
+                    "token_traces": {
+                        "metric": "step_time_ratio_token_traces_on_vs_off",
+                        "value": round(traced, 4),
+                        "unit": "ratio",
+                        "goal": "<= 1.03",
+                        "baseline": {"traces_off_median_step_ms": round(best["trainyard"] * 1e3, 1)},
+                        "traces_on_median_step_ms": round(best["traced"] * 1e3, 1),
+                    },
                 }
             )
         )

@@ -88,3 +88,16 @@ def test_a_queued_evaluation_is_cancelled_at_once(client_for, alice, acme):
     client_for(alice).post(reverse("evals:eval-cancel", args=[evaluation.pk]))
     evaluation.refresh_from_db()
     assert evaluation.status == EvalStatus.CANCELLED
+
+
+def test_a_512_episode_evaluation_is_read_a_page_at_a_time(client_for, alice, two_evals):
+    _, base, _ = two_evals
+    played(base, {seed: float(seed % 3 == 0) for seed in range(100, 608)})  # 512 episodes in all
+    first = client_for(alice).get(reverse("evals:eval-detail", args=[base.pk]))
+    assert first.content.decode().count("/episodes/") == 50, "a link to each episode of the page"
+    assert len(first.context["episodes"]) == 50 and "Page 1 of 11 (512 episodes)" in first.content.decode()
+    last = client_for(alice).get(reverse("evals:eval-detail", args=[base.pk]), {"page": 11})
+    assert len(last.context["episodes"]) == 12 and 'id="next-page"' not in last.content.decode()
+    failed = client_for(alice).get(reverse("evals:eval-detail", args=[base.pk]), {"filter": "failed", "page": 2})
+    assert all(not e.success for e in failed.context["episodes"]) and "filter=failed" in failed.content.decode()
+    assert client_for(alice).get(reverse("evals:eval-detail", args=[base.pk]), {"page": "x"}).status_code == 200

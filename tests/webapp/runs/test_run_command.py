@@ -60,3 +60,16 @@ def test_only_a_finished_run_resumes_and_an_unknown_run_is_named(failed_run):
     for action in ("show", "resume", "cancel"):
         with pytest.raises(CommandError, match="there is no run 999999"):
             call_command("run", action, "999999")
+
+
+def test_a_run_created_from_the_command_line_has_its_owner(acme, alice, bob, charlie, guess_version, client_for):
+    created = command(
+        "create", "--env", "guess-number", "--team", "acme", "--user", "bob", "--max-steps", "2", "--json"
+    )
+    from webapp.runs.models import Run
+
+    run = Run.objects.get(pk=created["id"])
+    assert run.created_by == bob and created["owner"] == "bob"
+    assert ">bob<" in client_for(alice).get("/runs/").content.decode(), "the runs list shows its owner"
+    with pytest.raises(CommandError, match="--user: charlie is not a member of acme"):
+        command("create", "--env", "guess-number", "--team", "acme", "--user", "charlie", "--json")

@@ -25,6 +25,7 @@ def run_summary(run: Run) -> dict:
     return {
         "id": run.pk,
         "name": run.name,
+        "owner": run.created_by.username if run.created_by else None,
         "status": run.status,
         "failure_reason": run.failure_reason,
         "environment": str(run.env_version),
