@@ -167,3 +167,34 @@ def test_the_trajectory_viewer_colours_a_completion_by_its_recorded_values(dana_
     page.wait_for_function("() => document.querySelector('#tokens .tok').dataset.value.startsWith('-')")
     assert all(s["rgb"] == [196, 50, 10] for s in spans()), "a negative advantage is red"
     assert not errors, errors
+
+
+def test_an_alert_shows_live_on_the_run_page_and_in_the_runs_list(dana_runs, daphne_server, browser):
+    from tests.e2e.test_external_run_page import orm
+    from webapp.runs.ingest import metrics_ingest
+
+    run, _, _ = dana_runs
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    runs_list = context.new_page()
+    log_in(runs_list, daphne_server, "dana")
+    chip = runs_list.locator(f'tr[data-run="{run.pk}"] [data-alerts]')
+    assert chip.is_hidden()
+    run_page = context.new_page()
+    run_page.goto(f"{daphne_server}/runs/{run.pk}/")
+    run_page.wait_for_selector("#no-alerts")
+    run_page.wait_for_function("() => document.body.dataset.live === 'connected'")
+    runs_list.wait_for_timeout(500)  # the list's socket too
+
+    # The reward collapses: four steps that pay nothing after thirty that paid 0.2 to 0.8.
+    batch = [(step, 2000.0 + step, {"reward": 0.0}) for step in range(31, 35)]
+    orm(metrics_ingest, run.pk, batch, team_id=run.team_id, max_steps=40)
+    run_page.wait_for_selector('#alert-list [data-rule="reward_collapse"]')
+    assert "Reward collapse" in run_page.inner_text("#alerts") and "at step 34" in run_page.inner_text("#alerts")
+    runs_list.wait_for_function(f"() => !document.querySelector('tr[data-run=\"{run.pk}\"] [data-alerts]').hidden")
+    assert chip.inner_text() == "1 alert"
+
+    # Muted on this run from its page: the card says so.
+    run_page.click("#alerts summary")
+    run_page.click('#alerts tr[data-rule="reward_collapse"] button.mute')
+    run_page.wait_for_selector('#alerts tr[data-rule="reward_collapse"] .chip.warn', state="attached")
+    assert not run_page.locator('#alert-list [data-rule="reward_collapse"]').count()

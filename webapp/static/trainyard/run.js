@@ -75,7 +75,7 @@
       bands.push(def.band.kind === "std" ? { series: [2, 3], fill } : { series: [3, 2], fill });
     }
     if (def.heldout) series.push({ label: "baseline", stroke: "#98a2b3", dash: [6, 4], width: 1.2, value, points: { show: false } });
-    const opts = { width: Math.max(360, body.clientWidth || 420), height: 190, series, bands,
+    const opts = { width: Math.max(280, body.clientWidth || 320), height: 160, series, bands,
       scales: { x: { time: state.xaxis === "wall_time", range: xRange(chart) } },
       axes: [{ values: state.xaxis === "step" ? P.axisValues("", el, "xTicks") : undefined },
              { values: P.axisValues(unit, el), size: 60 }],
@@ -132,7 +132,7 @@
     const handle = { data: null, loading: false, last: 0 };
     function draw() {
       const d = handle.data; if (!d || !d.columns.length) { body.querySelector(".heat-note").textContent = "No episodes yet."; return; }
-      const width = Math.max(360, body.clientWidth || 420); canvas.width = width;
+      const width = Math.max(280, body.clientWidth || 320); canvas.width = width;
       const ctx = canvas.getContext("2d"); ctx.clearRect(0, 0, width, canvas.height);
       const w = width / d.columns.length, h = canvas.height / d.bins;
       for (const [i, col] of d.columns.entries()) {
