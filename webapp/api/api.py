@@ -14,7 +14,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, Throttled
 from ninja.errors import ValidationError as SchemaValidationError
 
-from webapp.api import catalog, evals, external, fleet, jobs, runs
+from webapp.api import alerts, catalog, evals, external, fleet, jobs, runs
 from webapp.api.auth import TokenAuth, TokenRateThrottle, token_of
 from webapp.api.responses import answers
 from webapp.api.schemas import MeOut
@@ -92,6 +92,7 @@ def me(request: HttpRequest):
 api.add_router("", catalog.router)
 api.add_router("", external.router)  # before runs: /runs/external is not a run's id
 api.add_router("", runs.router)
+api.add_router("", alerts.router)
 api.add_router("", evals.router)
 api.add_router("", fleet.router)
 api.add_router("", jobs.router)

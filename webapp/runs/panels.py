@@ -30,7 +30,7 @@ SECTIONS: tuple[Section, ...] = (
                                           "clip_ratio/high_mean", "grad_norm", "learning_rate")),
     Section("completions", "Completions", ("completions/mean_length", "completions/clipped_ratio",
                                            "completions/max_length", "completions/min_length")),
-    Section("system", "Throughput and system", ("num_tokens",)),
+    Section("system", "Throughput and system", ("step_time", "num_tokens")),
     Section("other", "Other", ()),
 )  # fmt: skip
 SECTION_KEYS = tuple(s.key for s in SECTIONS)
@@ -39,7 +39,9 @@ SECTION_KEYS = tuple(s.key for s in SECTIONS)
 # (calls per completion).
 _RATIO = re.compile(r"(ratio|failure_frequency|frac_|_frac|share|success_rate|error_rate|pass@|_rate$)")
 _NOT_RATIO = ("learning_rate",)
-_SYSTEM = re.compile(r"(^num_tokens$|^epoch$|runtime|per_second|flos|memory|^timing/|^system/|^train_|seconds)")
+_SYSTEM = re.compile(
+    r"(^num_tokens$|^epoch$|^step_time$|runtime|per_second|flos|memory|^timing/|^system/|^train_|seconds)"
+)
 
 TITLES = {
     "reward": "Reward (mean ± std of a step's episodes)",
@@ -51,6 +53,7 @@ TITLES = {
     "grad_norm": "Gradient norm",
     "learning_rate": "Learning rate",
     "num_tokens": "Tokens seen",
+    "step_time": "Seconds per step",
     "epoch": "Epoch",
     "tools/call_frequency": "Tool calls per completion",
     "tools/failure_frequency": "Tool call failures (share)",

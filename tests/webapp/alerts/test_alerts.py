@@ -148,3 +148,18 @@ def test_a_viewer_reads_alerts_but_changes_nothing(acme, run, client_for):
         client.post(reverse("alerts:run-mute", args=[run.pk]), {"rule": "reward_collapse", "muted": "1"}).status_code
         == 403
     )
+
+
+def test_a_script_reads_a_runs_alerts_through_the_api_and_another_team_cannot(run, acme, globex, alice, charlie,
+                                                                             client):  # fmt: skip
+    from webapp.tokens.services import token_create
+
+    channel_add(team=acme, kind="webhook", target="http://127.0.0.1:1/hook")
+    record(run, [0.8, 0.9, 0.7, 0.8, 0.0, 0.0, 0.0, 0.0])
+    alice_token = token_create(user=alice, team=acme, name="t", scope="read")[1]
+    answer = client.get(f"/api/v1/runs/{run.pk}/alerts", HTTP_AUTHORIZATION=f"Bearer {alice_token}").json()
+    assert [a["rule"] for a in answer] == ["reward_collapse"] and answer[0]["step"] == 8
+    assert answer[0]["deliveries"][0]["kind"] == "webhook" and answer[0]["deliveries"][0]["status"] == "pending"
+    charlie_token = token_create(user=charlie, team=globex, name="t", scope="read")[1]
+    refused = client.get(f"/api/v1/runs/{run.pk}/alerts", HTTP_AUTHORIZATION=f"Bearer {charlie_token}")
+    assert refused.status_code == 404
