@@ -16,6 +16,7 @@ from webapp.alerts.conditions import BUILTIN_RULES
 from webapp.alerts.forms import ChannelForm, RuleForm
 from webapp.alerts.models import AlertChannel, AlertRule
 from webapp.core.query_params import text_param
+from webapp.runs.models import Run
 from webapp.runs.views.access import run_or_404
 
 
@@ -31,7 +32,8 @@ def alerts_view(request: HttpRequest) -> HttpResponse:
         raise Http404("You are in no team")
     membership = membership_get(user=request.user, team=team)
     can_edit = membership is not None and membership.allows(Role.MEMBER)
-    channel_form, rule_form = ChannelForm(prefix="channel"), RuleForm(prefix="rule")
+    runs = list(Run.objects.filter(team=team).order_by("-created_at")[:100])
+    channel_form, rule_form = ChannelForm(prefix="channel"), RuleForm(prefix="rule", runs=runs)
     status = 200
     if request.method == "POST":
         membership_require(user=request.user, team=team, role=Role.MEMBER)
@@ -43,9 +45,10 @@ def alerts_view(request: HttpRequest) -> HttpResponse:
                     services.channel_add(team=team, **channel_form.cleaned_data)
                     return redirect("alerts:alerts")
             elif action == "rule":
-                rule_form = RuleForm(request.POST, prefix="rule")
+                rule_form = RuleForm(request.POST, prefix="rule", runs=runs)
                 if rule_form.is_valid():
-                    services.rule_add(team=team, user=request.user, **rule_form.cleaned_data)
+                    data = {**rule_form.cleaned_data, "run": rule_form.runs.get(rule_form.cleaned_data["run"])}
+                    services.rule_add(team=team, user=request.user, **data)
                     return redirect("alerts:alerts")
             elif action in ("delete-channel", "delete-rule"):
                 model = AlertChannel if action == "delete-channel" else AlertRule

@@ -132,6 +132,14 @@ def test_the_alerts_page_adds_channels_and_rules_for_members_and_names_bad_field
     ok = client.post(reverse("alerts:alerts"), {"action": "channel", "channel-kind": "email",
                                                 "channel-target": "oncall@example.com"})  # fmt: skip
     assert ok.status_code == 302
+    run = run_create(team=acme, user=alice, env_version=register_builtin(acme, "guess-number"), start=False)
+    ok = client.post(reverse("alerts:alerts"), {"action": "rule", "rule-name": "KL", "rule-metric": "kl",
+                                                "rule-kind": "zscore", "rule-above": "1", "rule-value": "3",
+                                                "rule-steps": "20", "rule-run": str(run.pk)})  # fmt: skip
+    assert ok.status_code == 302
+    from webapp.alerts.models import AlertRule
+
+    assert AlertRule.objects.get(name="KL").run == run
     assert "oncall@example.com" in client.get(reverse("alerts:alerts")).content.decode()
 
 
