@@ -160,6 +160,8 @@ def test_the_trajectory_viewer_colours_a_completion_by_its_recorded_values(dana_
     masked = [s["text"] for s in spans() if s["rgb"] == [102, 112, 133]]
     assert masked == ["The number", " is higher"], "the tool's result is not in the loss"
     assert "guess" in page.inner_text("#timeline")
+    pieces = page.eval_on_selector_all("#timeline .tl-piece", "els => els.map(e => e.className)")
+    assert pieces == ["tl-piece generation", "tl-piece tool"], "0.35 s of generation, then the call"
     page.screenshot(path=str(ARTIFACTS / "trajectory-viewer.png"), full_page=False)
 
     page.click("#group-view .episode:nth-child(1) .token-link")  # reward 0.0: a negative advantage

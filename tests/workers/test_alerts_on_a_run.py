@@ -52,6 +52,8 @@ def test_a_run_whose_environment_stops_paying_raises_a_delivered_reward_collapse
         episode = Episode.objects.get(run=run, step=trace.step, group=0, index_in_group=trace.index_in_group)
         if episode.num_tool_calls:
             assert "guess" in "".join(values["tokens"])
+            starts = [t["at"] for t in episode.turns if t["role"] == "tool" and "seconds" in t]
+            assert starts == sorted(starts) and all(a > 0 for a in starts), "each call on the timeline, after a turn"
             assert 0 in values["trained"], "the environment's answers are not trained on"
         if abs(episode.advantage) > 0.01:
             assert (values["advantage"][0] > 0) == (episode.advantage > 0), "the advantage the loss used"

@@ -122,6 +122,8 @@ def episode_turns(completion: list[dict[str, Any]], log: EpisodeLog | None) -> l
             if events and events[0].tool == message.get("name"):
                 event = events.pop(0)
                 turn.update(reward=event.reward, done=event.done, error=event.error, seconds=round(event.seconds, 4))
+                if event.at and log is not None:  # when it began, in seconds after the episode's reset
+                    turn["at"] = round(max(0.0, event.at - log.started_at), 4)
             elif isinstance(turn["content"], str) and turn["content"].startswith("{'error'"):
                 turn["error"] = turn["content"]
             turns.append(turn)

@@ -16,7 +16,7 @@ def register_builtin(team, slug: str) -> EnvironmentVersion:
 PLAYED = [
     {"role": "assistant", "content": "", "tool_calls": [{"name": "guess", "arguments": {"number": 8}}]},
     {"role": "tool", "name": "guess", "content": "The number is higher than 8.", "reward": 0.0, "done": False,
-     "error": None, "seconds": 0.012},
+     "error": None, "seconds": 0.012, "at": 0.35},
 ]  # fmt: skip
 
 

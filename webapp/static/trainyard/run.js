@@ -302,16 +302,32 @@
     document.getElementById("token-legend").textContent = TOKEN_MODES[mode].legend + (mode === "trained" ? "" : ` (scale: |${mode}| up to ${scale.toFixed(3)})`);
   }
   function drawTimeline(ep) {
-    // The turns in order: each assistant turn, then each tool call with the environment's own latency.
+    // The episode on one track from its reset: the model's turns (generation, the gaps between calls: TRL generates a
+    // turn for the whole batch at once) and each tool call's time in the environment; then the calls one by one.
     const turns = ep.turns || [];
+    const calls = turns.filter((x) => x.role === "tool" && x.at != null && x.seconds != null);
+    let track = "";
+    if (calls.length) {
+      const end = Math.max(...calls.map((c) => c.at + c.seconds), 1e-3);
+      let last = 0;
+      const pieces = [];
+      for (const c of calls) {
+        if (c.at > last) pieces.push({ kind: "generation", start: last, seconds: c.at - last, label: "generation" });
+        pieces.push({ kind: c.error ? "tool error" : "tool", start: c.at, seconds: c.seconds, label: c.name });
+        last = c.at + c.seconds;
+      }
+      track = `<div class="tl-track" title="${end.toFixed(2)} s from the reset to the last call's answer">` + pieces.map((p) =>
+        `<span class="tl-piece ${p.kind.replace(" ", "-")}" style="left:${(100 * p.start) / end}%;width:${Math.max(0.4, (100 * p.seconds) / end)}%" title="${esc(p.label)}: ${(p.seconds * 1000).toFixed(1)} ms at +${p.start.toFixed(2)} s"></span>`).join("") +
+        `</div><div class="muted tl-scale">0 s · reset → ${end.toFixed(2)} s · <span class="tl-key generation"></span> generation <span class="tl-key tool"></span> environment</div>`;
+    }
     const slowest = Math.max(0.001, ...turns.map((x) => x.seconds || 0));
-    document.getElementById("timeline").innerHTML = turns.map((x) => {
+    document.getElementById("timeline").innerHTML = track + turns.map((x) => {
       if (x.role === "assistant") {
-        const calls = (x.tool_calls || []).map((c) => esc(c.name)).join(", ");
-        return `<div class="tl-row"><span class="tl-label">generation</span><span class="muted">${calls ? "→ " + calls : esc((x.content || "").slice(0, 60))}</span></div>`;
+        const named = (x.tool_calls || []).map((c) => esc(c.name)).join(", ");
+        return `<div class="tl-row"><span class="tl-label">generation</span><span class="muted">${named ? "→ " + named : esc((x.content || "").slice(0, 60))}</span></div>`;
       }
       const width = x.seconds != null ? Math.max(2, (100 * x.seconds) / slowest) : 0;
-      const info = x.seconds != null ? `${(x.seconds * 1000).toFixed(1)} ms in the environment` : "never reached the environment";
+      const info = x.seconds != null ? `${(x.seconds * 1000).toFixed(1)} ms in the environment${x.at != null ? ` at +${x.at.toFixed(2)} s` : ""}` : "never reached the environment";
       return `<div class="tl-row tool${x.error ? " error" : ""}"><span class="tl-label">${esc(x.name || "tool")}</span><span class="tl-bar" style="width:${width}%"></span><span class="muted">${info}${x.reward != null ? ` · reward ${x.reward}` : ""}${x.error ? " · " + esc(x.error) : ""}</span></div>`;
     }).join("");
   }
