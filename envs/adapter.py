@@ -48,14 +48,12 @@ class ToolEvent:
     done: bool
     error: str | None
     seconds: float
-    at: float = 0.0  # when the call began (Unix seconds): the gaps between calls are the model's generation
 
 
 @dataclass
 class EpisodeLog:
     episode_id: str
     reset_kwargs: dict[str, Any]
-    started_at: float = field(default_factory=time.time)  # the reset, in Unix seconds
     reset_observation: dict[str, Any] = field(default_factory=dict)
     events: list[ToolEvent] = field(default_factory=list)
     done: bool = False
@@ -140,13 +138,7 @@ class ToolEnvironment:
         return "\n\n" + format_observation(result.observation, self.observation_fields)
 
     async def _step_async(self, tool: ToolSpec, arguments: dict[str, Any]) -> ToolEvent:
-        """Take one step, stamped with when it began; never raises: failures become events with an error."""
-        began = time.time()
-        event = await self._step_unstamped(tool, arguments)
-        event.at = began
-        return event
-
-    async def _step_unstamped(self, tool: ToolSpec, arguments: dict[str, Any]) -> ToolEvent:
+        """Take one step; never raises: failures become events with an error."""
         started = time.perf_counter()
         episode = self.episode
         if episode is None:

@@ -122,8 +122,10 @@ def episode_turns(completion: list[dict[str, Any]], log: EpisodeLog | None) -> l
             if events and events[0].tool == message.get("name"):
                 event = events.pop(0)
                 turn.update(reward=event.reward, done=event.done, error=event.error, seconds=round(event.seconds, 4))
-                if event.at and log is not None:  # when it began, in seconds after the episode's reset
-                    turn["at"] = round(max(0.0, event.at - log.started_at), 4)
+                # When it began, in seconds after the episode's reset (a training run's dispatcher stamps both).
+                at, origin = getattr(event, "at", None), getattr(log, "started_at", None)
+                if at is not None and origin is not None:
+                    turn["at"] = round(max(0.0, at - origin), 4)
             elif isinstance(turn["content"], str) and turn["content"].startswith("{'error'"):
                 turn["error"] = turn["content"]
             turns.append(turn)

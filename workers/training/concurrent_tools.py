@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import time
 from collections import deque
 from typing import Any
 
@@ -19,6 +20,14 @@ from envs.adapter import ToolEnvironment, ToolEvent
 from envs.event_loop import run_on_session_loop
 
 TRL_VERSION = "1.16.0"
+
+
+async def stamped(env: ToolEnvironment, spec, args: dict[str, Any]) -> ToolEvent:
+    """A step, with when it began (`at`, Unix seconds): the trajectory's timeline places it after the reset."""
+    began = time.time()
+    event = await env._step_async(spec, args)
+    event.at = began
+    return event
 
 
 class TurnDispatcher:
@@ -75,7 +84,7 @@ class TurnDispatcher:
             return
 
         async def run_rollout(env: ToolEnvironment, calls):
-            return env, [(spec.name, args, await env._step_async(spec, args)) for spec, args in calls]
+            return env, [(spec.name, args, await stamped(env, spec, args)) for spec, args in calls]
 
         async def run_turn():
             return await asyncio.gather(*(run_rollout(env, calls) for env, calls in jobs))
