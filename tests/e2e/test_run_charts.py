@@ -49,7 +49,11 @@ def test_a_recorded_runs_charts_read_right(dana_runs, daphne_server, browser):
     page.wait_for_selector('.chart[data-metric="reward"] canvas')
 
     sections = page.eval_on_selector_all("#charts .panel-section", "els => els.map(e => e.dataset.section)")
-    assert sections == ["reward", "eval", "tools", "policy", "completions", "system"]
+    assert sections == ["reward", "eval", "tools", "policy", "completions", "system", "trl_eval"]
+    # TRL's own eval-loop logs come last, folded until opened.
+    assert page.locator('[data-section="trl_eval"] canvas').count() == 0
+    page.click('[data-section="trl_eval"] .fold')
+    page.wait_for_selector('[data-section="trl_eval"] .chart[data-metric="eval/loss"] canvas')
     assert visible_panels(page, "reward")[:3] == ["reward", "reward/distribution", "frac_reward_zero_std"]
     assert "reward_std" not in visible_panels(page), "the reward's spread is its band, not a chart"
     assert page.inner_text('.chart[data-metric="kl"] h4') == "KL divergence to the reference"
@@ -94,6 +98,7 @@ def test_a_recorded_runs_charts_read_right(dana_runs, daphne_server, browser):
     page.wait_for_selector('.chart[data-metric="reward"] canvas')
     first = page.eval_on_selector("#charts .panel-section", "e => e.dataset.section")
     assert first == "pinned" and visible_panels(page, "pinned") == ["kl"]
+    assert visible_panels(page, "trl_eval") == ["eval/loss"], "the section dana opened stays open"
     assert "num_tokens" not in visible_panels(page) and "Tokens seen" in page.inner_text("#charts-hidden")
 
     # A click on the final eval's point opens that evaluation.

@@ -241,6 +241,12 @@ class RunPrompts(models.Model):
         return f"prompts of run {self.run_id}"
 
 
+def collapsed_at_first() -> list[str]:
+    from webapp.runs.panels import COLLAPSED_AT_FIRST
+
+    return list(COLLAPSED_AT_FIRST)
+
+
 class ChartLayout(models.Model):
     """One user's arrangement of the charts, on every run and compare page (like a W&B workspace): the panels
     pinned to the top, those hidden, and the order of the rest, each by metric name."""
@@ -249,13 +255,14 @@ class ChartLayout(models.Model):
     pinned = models.JSONField(default=list, blank=True)
     hidden = models.JSONField(default=list, blank=True)
     order = models.JSONField(default=list, blank=True, help_text="Metric names in the order the user put them")
+    collapsed = models.JSONField(default=collapsed_at_first, blank=True, help_text="Sections shown folded")
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:
         return f"chart layout of {self.user}"
 
     def as_dict(self) -> dict[str, list[str]]:
-        return {"pinned": self.pinned, "hidden": self.hidden, "order": self.order}
+        return {"pinned": self.pinned, "hidden": self.hidden, "order": self.order, "collapsed": self.collapsed}
 
 
 class TokenTrace(models.Model):

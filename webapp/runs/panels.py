@@ -32,7 +32,14 @@ SECTIONS: tuple[Section, ...] = (
                                            "completions/max_length", "completions/min_length")),
     Section("system", "Throughput and system", ("step_time", "num_tokens")),
     Section("other", "Other", ()),
+    # TRL's own evaluation loop logs its training metrics again under eval_ (eval/loss, eval/clip_ratio/…): kept,
+    # last, and collapsed until opened (ChartLayout.collapsed).
+    Section("trl_eval", "Evaluation loop (TRL's own logs)", ("eval/reward", "eval/loss")),
 )  # fmt: skip
+COLLAPSED_AT_FIRST = ("trl_eval",)
+# What Trainyard's held-out evaluations record (workers/training/evaluation_recording.py), per environment too.
+HELDOUT_LEAVES = {"mean_reward", "success_rate", "tool_error_rate", "turns_per_episode", "tokens_per_episode",
+                  "tool_calls_per_episode"}  # fmt: skip
 SECTION_KEYS = tuple(s.key for s in SECTIONS)
 
 # Words that name a ratio (0…1, shown as a percentage). "learning_rate" is not one, nor TRL's tool call_frequency
@@ -84,7 +91,8 @@ def metric_label(name: str) -> str:
 def section_of(name: str) -> str:
     leaf = name.rsplit("/", 1)[-1]
     if name.startswith("eval/"):
-        return "eval"
+        base = leaf.removesuffix("_low").removesuffix("_high")
+        return "eval" if base in HELDOUT_LEAVES or base.startswith("pass@") else "trl_eval"
     if name in ("reward", "reward_std", "frac_reward_zero_std") or name.startswith(("reward/", "rewards/")):
         return "reward"
     if name.startswith(("tools/", "env/")):

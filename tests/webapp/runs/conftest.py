@@ -41,7 +41,8 @@ def recorded_run(team, user, *, steps: int = 30, max_steps: int = 40):
                   "frac_reward_zero_std": 0.5, "tools/call_frequency": 1.2,
                   "tools/failure_frequency": 0.05}  # fmt: skip
         batch.append((step, 1000.0 + step, values))
-    batch.append((0, 999.0, {"eval/mean_reward": 0.2, "eval/mean_reward_low": 0.1, "eval/mean_reward_high": 0.3}))
+    batch.append((0, 999.0, {"eval/mean_reward": 0.2, "eval/mean_reward_low": 0.1, "eval/mean_reward_high": 0.3,
+                             "eval/loss": 0.02}))  # fmt: skip
     batch.append((steps, 1000.0 + steps, {"eval/mean_reward": 0.6, "eval/mean_reward_low": 0.5,
                                           "eval/mean_reward_high": 0.7}))  # fmt: skip
     metrics_ingest(run.pk, batch, team_id=team.pk, max_steps=max_steps)

@@ -18,7 +18,9 @@ def test_metrics_fall_into_the_sections_a_grpo_user_reads_in_order():
              "eval/mean_reward_low", "eval/mean_reward_high", "kl", "reward", "reward_std", "tools/call_frequency",
              "frac_reward_zero_std", "eval/samples_per_second", "my_custom_thing"]  # fmt: skip
     layout = panel_layout(names)
-    assert [s["key"] for s in layout] == ["reward", "eval", "tools", "policy", "completions", "system", "other"]
+    order = ["reward", "eval", "tools", "policy", "completions", "system", "other", "trl_eval"]
+    assert [s["key"] for s in layout] == order, "TRL's own eval-loop logs last (and folded at first)"
+    assert [p["key"] for p in layout[-1]["panels"]] == ["eval/clip_ratio/low_mean", "eval/samples_per_second"]
     panels = {s["key"]: [p["key"] for p in s["panels"]] for s in layout}
     assert panels["reward"] == ["reward", "frac_reward_zero_std"], "the std is the reward's band, not a panel"
     assert panels["eval"][0] == "eval/mean_reward" and "eval/mean_reward_low" not in panels["eval"]
@@ -50,8 +52,9 @@ def test_a_layout_is_each_users_own_and_bad_ones_are_refused(client_for, alice, 
     saved = client.post(url, json.dumps({"pinned": ["kl"], "hidden": ["num_tokens"], "order": ["loss", "kl"]}),
                         content_type="application/json")  # fmt: skip
     assert saved.status_code == 200 and saved.json()["pinned"] == ["kl"]
-    assert client.get(url).json() == {"pinned": ["kl"], "hidden": ["num_tokens"], "order": ["loss", "kl"]}
-    assert client_for(bob).get(url).json() == {"pinned": [], "hidden": [], "order": []}, "bob has his own"
+    assert client.get(url).json() == {"pinned": ["kl"], "hidden": ["num_tokens"], "order": ["loss", "kl"],
+                                      "collapsed": ["trl_eval"]}  # fmt: skip
+    assert client_for(bob).get(url).json() == {"pinned": [], "hidden": [], "order": [], "collapsed": ["trl_eval"]}
     for bad in ({"pinned": "kl"}, {"hidden": [1]}, {"order": ["x" * 101]}, {"pinned": ["n"] * 2001}, ["kl"]):
         refused = client_for(alice).post(url, json.dumps(bad), content_type="application/json")
         assert refused.status_code == 400 and refused.json()["error"]

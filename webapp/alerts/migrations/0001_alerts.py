@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ("accounts", "0001_initial"),
-        ("runs", "0012_chart_layout"),
+        ("runs", "0011_external_runs"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -41,14 +41,14 @@ def _names(body: dict, field: str) -> list[str]:
 @login_required
 @require_http_methods(["GET", "POST"])
 def chart_layout_json(request: HttpRequest) -> JsonResponse:
-    """GET: the user's arrangement. POST {pinned, hidden, order}: replace it (each field optional)."""
+    """GET: the user's arrangement. POST {pinned, hidden, order, collapsed}: replace it (each field optional)."""
     layout, _ = ChartLayout.objects.get_or_create(user=request.user)
     if request.method == "POST":
         try:
             body = json.loads(request.body or b"{}")
             if not isinstance(body, dict):
                 raise ValueError("send a JSON object: {pinned, hidden, order}")
-            for field in ("pinned", "hidden", "order"):
+            for field in ("pinned", "hidden", "order", "collapsed"):
                 if field in body:
                     setattr(layout, field, _names(body, field))
         except (ValueError, UnicodeDecodeError) as exc:

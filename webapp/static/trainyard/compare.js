@@ -35,7 +35,8 @@
     const value = (u, v) => P.valueText(v, def.unit);
     // x is a step, or seconds since each run's start: never a date (uPlot's default time scale would show 1970).
     const opts = { width: Math.max(280, body.clientWidth || 320), height: 170,
-      scales: { x: { time: false, range: (u, min, max) => (chart.zoomed || byWall() ? [min, max] : [0, Math.max(maxSteps, max || 0)]) } },
+      scales: { x: { time: false, range: (u, min, max) => (chart.zoomed || byWall() ? [min, max] : [0, Math.max(maxSteps, max || 0)]) },
+                y: { range: P.yRange(def.unit) } },
       axes: [{ label: byWall() ? "seconds since start" : "step", values: P.axisValues("", el, "xTicks") }, { values: P.axisValues(def.unit, el), size: 60 }],
       series: [{ label: byWall() ? "seconds" : "step" }].concat(boot.runs.map((r) => ({ label: r.name, stroke: colour(r.id), width: 1.5, spanGaps: true, value }))),
       hooks: { setSelect: [async (u) => {

@@ -53,6 +53,16 @@
     };
   }
 
+  // A y range that never collapses: a flat series gets room around it, a share never goes below 0 %.
+  function yRange(unit) {
+    return (u, min, max) => {
+      if (min == null || max == null) return [0, 1];
+      if (min === max) { const pad = Math.abs(min) * 0.5 || (unit === "ratio" ? 1 : 1); return unit === "ratio" && min >= 0 ? [0, Math.max(max + pad, 0.01)] : [min - pad, max + pad]; }
+      const [lo, hi] = uPlot.rangeNum(min, max, 0.1, true);
+      return unit === "ratio" && min >= 0 ? [Math.max(0, lo), hi] : [lo, hi];
+    };
+  }
+
   function valueText(v, unit) {
     if (v == null) return "—";
     if (unit === "ratio") return trim((v * 100).toFixed(2)) + "%";
@@ -66,7 +76,7 @@
     // options: container, search (an input), hiddenBar (an element), makePanel(def, bodyEl, panelEl) → {update},
     // extras: [{section, after, panel}] panels the page adds (the reward distribution).
     constructor(options) {
-      Object.assign(this, { extras: [], names: [], sections: [], prefs: { pinned: [], hidden: [], order: [] }, panels: {} }, options);
+      Object.assign(this, { extras: [], names: [], sections: [], prefs: { pinned: [], hidden: [], order: [], collapsed: [] }, panels: {} }, options);
       this.ready = fetch("/runs/charts/layout.json").then((r) => r.json()).then((p) => { this.prefs = p; });
       if (this.search) this.search.addEventListener("input", () => this.applySearch());
     }
@@ -104,10 +114,15 @@
         const panels = this.ordered(s.panels.filter((p) => !hidden.has(p.key) && !pinned.includes(p.key)));
         if (panels.length) groups.push({ key: s.key, title: s.title, panels });
       }
+      const collapsed = new Set(this.prefs.collapsed || []);
       for (const g of groups) {
-        const sec = document.createElement("section"); sec.className = "panel-section"; sec.dataset.section = g.key;
-        sec.innerHTML = `<h3 class="section-title">${esc(g.title)} <span class="muted">${g.panels.length}</span></h3><div class="charts"></div>`;
+        // A folded section keeps its title (a click opens it, remembered) and draws nothing until opened.
+        const folded = collapsed.has(g.key);
+        const sec = document.createElement("section"); sec.className = "panel-section" + (folded ? " folded" : ""); sec.dataset.section = g.key;
+        sec.innerHTML = `<h3 class="section-title"><button type="button" class="link fold" aria-expanded="${!folded}">${folded ? "▸" : "▾"} ${esc(g.title)}</button> <span class="muted">${g.panels.length}</span></h3><div class="charts"></div>`;
         c.appendChild(sec);
+        sec.querySelector(".fold").addEventListener("click", () => this.toggleSection(g.key));
+        if (folded) { for (const def of g.panels) { const el = document.createElement("div"); el.className = "chart"; el.dataset.metric = def.key; el.hidden = true; el.dataset.folded = "1"; sec.querySelector(".charts").appendChild(el); this.panels[def.key] = { def, el, handle: null }; } continue; }
         for (const def of g.panels) this.addPanel(def, sec.querySelector(".charts"), g.key === "pinned");
       }
       this.renderHidden(all);
@@ -116,7 +131,7 @@
 
     addPanel(def, grid, isPinned) {
       const el = document.createElement("div"); el.className = "chart"; el.dataset.metric = def.key;
-      el.innerHTML = `<div class="chart-head"><h4 title="${esc(def.key)}">${esc(def.title)}</h4><span class="chart-tools">
+      el.innerHTML = `<div class="chart-head"><h4 title="${esc(def.key)}">${esc(def.title)}</h4><span class="chart-value muted"></span><span class="chart-tools">
         <button type="button" class="link pin" title="${isPinned ? "Unpin" : "Pin to the top"}">${isPinned ? "Unpin" : "Pin"}</button>
         <button type="button" class="link hide" title="Hide this panel">Hide</button>
         <button type="button" class="link earlier" title="Move earlier">←</button>
@@ -146,10 +161,16 @@
         for (const el of sec.querySelectorAll(".chart")) {
           const p = this.panels[el.dataset.metric];
           const hit = !q || el.dataset.metric.toLowerCase().includes(q) || (p && p.def.title.toLowerCase().includes(q));
-          el.hidden = !hit; if (hit) shown++;
+          el.hidden = !hit || el.dataset.folded === "1"; if (hit) shown++;
         }
         sec.hidden = !shown;
       }
+    }
+
+    toggleSection(key) {
+      const c = this.prefs.collapsed || [];
+      this.prefs.collapsed = c.includes(key) ? c.filter((k) => k !== key) : c.concat([key]);
+      this.save();
     }
 
     togglePin(key) {
@@ -178,5 +199,5 @@
 
   function esc(text) { const d = document.createElement("div"); d.textContent = text == null ? "" : String(text); return d.innerHTML; }
 
-  window.TrainyardPanels = { Workspace, formatTick, axisValues, valueText, esc, csrf };
+  window.TrainyardPanels = { Workspace, formatTick, axisValues, valueText, yRange, esc, csrf };
 })();

@@ -58,6 +58,13 @@
     };
   }
 
+  // The x axis spans the run's steps (uPlot leaves a one-point series' own range otherwise).
+  function spanRun(chart) {
+    if (chart.zoomed || state.xaxis !== "step") return;
+    const last = chart.plot.steps.length ? chart.plot.steps[chart.plot.steps.length - 1] : 0;
+    chart.plot.setScale("x", { min: 0, max: Math.max(boot.maxSteps || 0, last, 1) });
+  }
+
   function makeChart(def, body, el) {
     if (def.kind === "distribution") return (state.charts[def.key] = distributionPanel(body, el));
     const chart = { def, el, zoomed: null };
@@ -75,14 +82,21 @@
       bands.push(def.band.kind === "std" ? { series: [2, 3], fill } : { series: [3, 2], fill });
     }
     if (def.heldout) series.push({ label: "baseline", stroke: "#98a2b3", dash: [6, 4], width: 1.2, value, points: { show: false } });
-    const opts = { width: Math.max(280, body.clientWidth || 320), height: 160, series, bands,
-      scales: { x: { time: state.xaxis === "wall_time", range: xRange(chart) } },
+    // One line: no legend, the value under the cursor in the panel's title instead; a band: its legend.
+    const readout = el.querySelector(".chart-value");
+    const opts = { width: Math.max(280, body.clientWidth || 320), height: 150, series, bands,
+      scales: { x: { time: state.xaxis === "wall_time", range: xRange(chart) }, y: { range: P.yRange(unit) } },
       axes: [{ values: state.xaxis === "step" ? P.axisValues("", el, "xTicks") : undefined },
-             { values: P.axisValues(unit, el), size: 60 }],
-      legend: { live: true }, hooks: { setSelect: [(u) => zoom(chart, u)] } };
+             { values: P.axisValues(unit, el), size: 62 }],
+      legend: { show: Boolean(def.band), live: true },
+      hooks: { setSelect: [(u) => zoom(chart, u)], setCursor: [(u) => {
+        const i = u.cursor.idx;
+        if (readout) readout.textContent = i == null || u.data[1][i] == null ? "" : `${state.xaxis === "step" ? "step " + u.data[0][i] : ""} ${P.valueText(u.data[1][i], unit)}`;
+      }] } };
     const built = chartData(def);
     chart.plot = new uPlot(opts, built.data, body);
     chart.plot.steps = built.steps;
+    spanRun(chart);
     const over = chart.plot.over;
     if (def.key === "reward") {
       over.addEventListener("click", () => {
@@ -101,7 +115,7 @@
     }
     chart.update = () => {
       if (chart.zoomed) return;  // a zoomed chart keeps its range until a double click
-      const b = chartData(def); chart.plot.steps = b.steps; chart.plot.setData(b.data);
+      const b = chartData(def); chart.plot.steps = b.steps; chart.plot.setData(b.data); spanRun(chart);
     };
     state.charts[def.key] = chart;
     return chart;

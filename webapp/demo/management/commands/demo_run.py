@@ -3,6 +3,7 @@ guess-number (unless one is already active), prints its page, and follows it wit
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -68,7 +69,7 @@ class Command(BaseCommand):
                 config={**DEMO_CONFIG, "max_steps": options["max_steps"]}, tags=["demo"],
                 trust_override_reason=f"the demo's built-in environment: {held_back}" if held_back else "",
             )  # fmt: skip
-        host = f"http://{settings.ALLOWED_HOSTS[0]}:8000"
+        host = f"http://{settings.ALLOWED_HOSTS[0]}:{os.environ.get('TRAINYARD_PORT') or 8000}"  # the Procfile's
         self.stdout.write(f"Demo run {run.name}: {host}{run.get_absolute_url()}")
         if options["follow"]:
             self.follow(run)
