@@ -73,6 +73,18 @@ def browser(chromium_path):
 PASSWORD = "a long demo password"
 
 
+def member_who_logs_in(team, username: str = "dana", role: str = "member"):
+    """A member of `team` with a password, who logs in through the form (made before the browser's event loop
+    starts: the ORM refuses to run inside one)."""
+    from tests.factories import MembershipFactory, UserFactory
+
+    user = UserFactory(username=username)
+    user.set_password(PASSWORD)
+    user.save()
+    MembershipFactory(team=team, user=user, role=role)
+    return user
+
+
 def log_in(page, base_url: str, username: str) -> None:
     """Through the login form, as a person would; lands on the runs list."""
     page.goto(base_url + "/login/")

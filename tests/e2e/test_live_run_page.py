@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import ARTIFACTS, PASSWORD, log_in
+from tests.e2e.conftest import ARTIFACTS, log_in, member_who_logs_in
 from tests.webapp.runs.conftest import register_builtin
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -15,12 +15,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.django_db(transacti
 def guess_version(acme):
     """dana, a member of Acme with a password, and Acme's guess-number (made before the browser's event loop
     starts: the ORM refuses to run inside one)."""
-    from tests.factories import MembershipFactory, UserFactory
-
-    user = UserFactory(username="dana")
-    user.set_password(PASSWORD)
-    user.save()
-    MembershipFactory(team=acme, user=user, role="member")
+    member_who_logs_in(acme)
     return register_builtin(acme, "guess-number")
 
 

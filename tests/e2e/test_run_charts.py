@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from tests.e2e.conftest import ARTIFACTS, PASSWORD, log_in
+from tests.e2e.conftest import ARTIFACTS, log_in, member_who_logs_in
 from tests.webapp.runs.conftest import recorded_run
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -18,12 +18,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 @pytest.fixture
 def dana_runs(acme):
     """dana, a member of Acme, and two recorded runs (made before the browser's event loop starts)."""
-    from tests.factories import MembershipFactory, UserFactory
-
-    user = UserFactory(username="dana")
-    user.set_password(PASSWORD)
-    user.save()
-    MembershipFactory(team=acme, user=user, role="member")
+    user = member_who_logs_in(acme)
     first = recorded_run(acme, user, steps=30, max_steps=40)
     second = recorded_run(acme, user, steps=20, max_steps=40)
     evaluations = {e.step: e.pk for e in first.evaluations.all()}
@@ -39,13 +34,19 @@ def ticks(page, metric: str) -> list[str]:
     return page.evaluate(f"() => JSON.parse(document.querySelector('.chart[data-metric=\"{metric}\"]').dataset.yTicks)")
 
 
-def test_a_recorded_runs_charts_read_right(dana_runs, daphne_server, browser):
-    run, other, evaluations = dana_runs
+def run_page(browser, base_url: str, run):
+    """dana's browser on the run's page; the page's script errors are collected in the list returned with it."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    log_in(page, daphne_server, "dana")
-    page.goto(f"{daphne_server}/runs/{run.pk}/")
+    log_in(page, base_url, "dana")
+    page.goto(f"{base_url}/runs/{run.pk}/")
+    return page, errors
+
+
+def test_a_recorded_runs_charts_read_right(dana_runs, daphne_server, browser):
+    run, other, evaluations = dana_runs
+    page, errors = run_page(browser, daphne_server, run)
     page.wait_for_selector('.chart[data-metric="reward"] canvas')
 
     sections = page.eval_on_selector_all("#charts .panel-section", "els => els.map(e => e.dataset.section)")
@@ -127,11 +128,7 @@ def test_a_recorded_runs_charts_read_right(dana_runs, daphne_server, browser):
 
 def test_the_trajectory_viewer_colours_a_completion_by_its_recorded_values(dana_runs, daphne_server, browser):
     run, _, _ = dana_runs
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    log_in(page, daphne_server, "dana")
-    page.goto(f"{daphne_server}/runs/{run.pk}/")
+    page, errors = run_page(browser, daphne_server, run)
     page.wait_for_selector('#episodes .episode[data-step="30"]')
     page.wait_for_function("() => document.querySelectorAll('#episodes .token-link').length === 4")  # one group a step
 
