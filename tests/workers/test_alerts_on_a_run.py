@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 FADING = Path(__file__).resolve().parents[1] / "fixtures" / "envs" / "fading_guess"
 SETTINGS = {"num_generations": 4, "per_device_train_batch_size": 4, "max_completion_length": 160, "temperature": 0.7,
-            "max_tool_calling_iterations": 3, "learning_rate": 2e-5, "save_steps": 50, "max_steps": 9}  # fmt: skip
+            "max_tool_calling_iterations": 3, "learning_rate": 2e-5, "save_steps": 50, "max_steps": 12}  # fmt: skip
 
 
 def test_a_run_whose_environment_stops_paying_raises_a_delivered_reward_collapse_alert(
@@ -39,7 +39,8 @@ def test_a_run_whose_environment_stops_paying_raises_a_delivered_reward_collapse
     paid = [step for step, value in rewards if value > 0]
     assert paid and max(paid) <= 4, rewards
     alert = Alert.objects.get(run=run, rule_key="reward_collapse")
-    assert max(paid) < alert.step <= max(paid) + 5, (alert.step, rewards)
+    # Five to eight steps of nothing, as the rule needs at this run's own rate of unpaid steps before (0 to 2 of 3-4).
+    assert max(paid) < alert.step <= max(paid) + 8, (alert.step, rewards)
     assert set(Alert.objects.filter(run=run).values_list("rule_key", flat=True)) == {"reward_collapse"}
 
     # One GRPO group a step was recorded token by token from the trainer's own loss computation.

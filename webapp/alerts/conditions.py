@@ -64,30 +64,46 @@ def zscore(series: Series, *, z: float, window: int) -> Finding | None:
 
 
 # -- the built-in GRPO rules --------------------------------------------------------------------------------------
-COLLAPSE_WINDOW = 4
+CHANCE = 1e-3  # a run of bad steps this unlikely at the run's own rate of bad steps is not noise
+
+
+def _rolling_best(values: list[float], width: int = 4) -> float:
+    return max(statistics.fmean(values[max(0, i - width + 1) : i + 1]) for i in range(len(values)))
 
 
 def reward_collapse(series: Series) -> Finding | None:
-    """The mean reward of the last 4 steps fell to a tenth of the best it reached before (which was at least 0.1)."""
-    w = COLLAPSE_WINDOW
-    if len(series) < w + 2:
-        return None
+    """The reward stayed at a tenth of its best 4-step mean or below (the best at least 0.1) for a run of steps too
+    long to be chance at this run's own rate of such steps before (a small batch often has a step where nothing
+    paid; ten in a row after paying well is a collapse)."""
     values = [v for _, v in series]
-    earlier = values[:-w]
-    best = max(statistics.fmean(earlier[max(0, i - w + 1) : i + 1]) for i in range(1, len(earlier)))
-    now = statistics.fmean(values[-w:])
-    if best >= 0.1 and now <= 0.1 * best:
-        return Finding(series[-1][0], now, f"the mean reward of the last {w} steps is {now:.3g}, down from "
-                                           f"{best:.3g} (a collapse: below a tenth of its best)")  # fmt: skip
+    if len(values) < 4:
+        return None
+    best = _rolling_best(values)
+    if best < 0.1:
+        return None
+    low = [v <= 0.1 * best for v in values]
+    length = next((i for i, flag in enumerate(reversed(low)) if not flag), len(low))
+    before = low[: len(low) - length][-20:]
+    if length < 3 or not before:
+        return None
+    rate = (sum(before) + 1) / (len(before) + 2)  # how often a step was that low before the run (never 0 or 1)
+    if rate**length < CHANCE:
+        now = statistics.fmean(values[-length:])
+        why = f"a collapse: before, {rate:.0%} of steps were that low"
+        message = f"the mean reward stayed at {now:.3g} for {length} steps, down from a best of {best:.3g} ({why})"
+        return Finding(series[-1][0], now, message)
     return None
 
 
 def no_learning_signal(series: Series) -> Finding | None:
-    """Every GRPO group had zero reward spread (all advantages 0) for 10 steps in a row: nothing is learned."""
-    found = threshold(series, above=True, value=0.999, steps=10)
-    if found:
-        message = "every GRPO group had one reward for all its completions for 10 steps: all advantages are 0"
-        return Finding(found.step, found.value, message)
+    """At least 90% of the GRPO groups had zero reward spread (all advantages 0) over the last 10 steps."""
+    tail = series[-10:]
+    if len(tail) < 10:
+        return None
+    share = statistics.fmean(v for _, v in tail)
+    if share >= 0.9:
+        message = f"{share:.0%} of GRPO groups had one reward for all completions over 10 steps: advantages are 0"
+        return Finding(tail[-1][0], share, message)
     return None
 
 
