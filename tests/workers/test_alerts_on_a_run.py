@@ -41,7 +41,9 @@ def test_a_run_whose_environment_stops_paying_raises_a_delivered_reward_collapse
     alert = Alert.objects.get(run=run, rule_key="reward_collapse")
     # Five to eight steps of nothing, as the rule needs at this run's own rate of unpaid steps before (0 to 2 of 3-4).
     assert max(paid) < alert.step <= max(paid) + 8, (alert.step, rewards)
-    assert set(Alert.objects.filter(run=run).values_list("rule_key", flat=True)) == {"reward_collapse"}
+    # Nothing paying is also no learning signal (every group's rewards equal); nothing else fired.
+    assert set(Alert.objects.filter(run=run).values_list("rule_key", flat=True)) <= {"reward_collapse",
+                                                                                      "no_learning_signal"}  # fmt: skip
 
     # One GRPO group a step was recorded token by token from the trainer's own loss computation.
     traces = list(TokenTrace.objects.filter(run=run).order_by("step", "index_in_group"))
@@ -60,9 +62,10 @@ def test_a_run_whose_environment_stops_paying_raises_a_delivered_reward_collapse
             assert (values["advantage"][0] > 0) == (episode.advantage > 0), "the advantage the loss used"
 
     # The worker delivers once the run has freed it (one process here; a CPU worker does it at once in a deployment).
-    wait_for(lambda: AlertDelivery.objects.filter(alert=alert, status="sent").count() == 2, timeout=120,
+    wait_for(lambda: AlertDelivery.objects.filter(alert=alert, status="sent").count() == 2, timeout=180,
              what="both deliveries")  # fmt: skip
-    body = webhook_receiver.bodies[0]
+    body = next(b for b in webhook_receiver.bodies if b["trainyard"]["rule"] == "reward_collapse")
     assert body["trainyard"]["run"] == run.pk and body["trainyard"]["step"] == alert.step
     assert "Reward collapse" in body["text"] and f"/runs/{run.pk}/" in body["text"]
-    assert smtp_server[0].rcpt_tos == ["oncall@example.com"] and b"Reward collapse" in smtp_server[0].content
+    mail = next(m for m in smtp_server if b"Reward collapse" in m.content)
+    assert mail.rcpt_tos == ["oncall@example.com"]
