@@ -24,7 +24,20 @@ def test_every_kind_of_work_is_registered_with_its_task_and_queue():
         "evaluation": ("workers.execute_evaluation", "gpu"),
         "job": ("workers.run_job", "default"),
         "trust check": ("workers.run_trust_check", "default"),
+        "alert delivery": ("workers.deliver_alert", "default"),
     }
+
+
+def test_an_alert_delivery_whose_message_was_lost_is_sent_again_while_it_is_due(acme, alice, guess_version):
+    from webapp.alerts.models import Alert, AlertDelivery
+
+    run = run_create(team=acme, user=alice, env_version=guess_version, start=False)
+    alert = Alert.objects.create(run=run, rule_key="reward_collapse", title="Reward collapse", message="m")
+    due = AlertDelivery.objects.create(alert=alert, kind="webhook", target="http://127.0.0.1:1/",
+                                       next_attempt_at=timezone.now() - timedelta(minutes=2))  # fmt: skip
+    AlertDelivery.objects.create(alert=alert, kind="email", target="a@example.com",
+                                 next_attempt_at=timezone.now() + timedelta(minutes=5))  # a retry, later  # fmt: skip
+    assert stranded_requeue(older_than_s=120)["alert delivery"] == [due.pk]
 
 
 def test_a_stranded_queued_run_is_queued_again_once(acme, alice, guess_version):
