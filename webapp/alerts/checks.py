@@ -21,6 +21,7 @@ from django.utils import timezone
 from webapp.alerts import conditions
 from webapp.alerts.conditions import BUILTIN_RULES, STALLED_RULE_KEY, Finding, Series
 from webapp.alerts.models import Alert, AlertChannel, AlertDelivery, AlertMute, AlertRule
+from webapp.alerts.selectors import rules_watching
 from webapp.evals.models import EvalEpisode
 from webapp.live.publish import publish
 from webapp.runs.ingest import metrics_recorded
@@ -52,12 +53,6 @@ def custom_finding(rule: AlertRule, series: Series) -> Finding | None:
     return conditions.zscore(series, z=rule.value, window=max(2, rule.steps))
 
 
-def rules_for(run: Run) -> list[AlertRule]:
-    return list(AlertRule.objects.filter(team_id=run.team_id, enabled=True).filter(run__isnull=True)) + list(
-        AlertRule.objects.filter(team_id=run.team_id, enabled=True, run=run)
-    )
-
-
 def alerts_check(run_id: int) -> list[Alert]:
     """Every rule of the run not yet fired nor muted, against the run's latest points; the alerts raised."""
     run = Run.objects.filter(pk=run_id).first()
@@ -66,7 +61,7 @@ def alerts_check(run_id: int) -> list[Alert]:
     done = set(Alert.objects.filter(run_id=run_id).values_list("rule_key", flat=True))
     done |= set(AlertMute.objects.filter(run_id=run_id).values_list("rule_key", flat=True))
     builtin = [r for r in BUILTIN_RULES if r.key not in done]
-    custom = [r for r in rules_for(run) if r.key not in done]
+    custom = [r for r in rules_watching(run=run) if r.key not in done]
     if not builtin and not custom:
         return []
     tails = _tails(run_id, {r.metric for r in builtin} | {r.metric for r in custom})

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count
+from django.db.models import Count, Q
 
 from webapp.alerts.conditions import BUILTIN_RULES, STALLED_RULE_KEY
 from webapp.alerts.models import Alert, AlertChannel, AlertDelivery, AlertMute, AlertRule
 from webapp.runs.models import Run
+
+
+def rules_watching(*, run: Run, enabled_only: bool = True):
+    """The team's own rules that watch this run: those on every run of the team, and those on this run."""
+    rules = AlertRule.objects.filter(team_id=run.team_id)
+    if enabled_only:
+        rules = rules.filter(enabled=True)
+    return rules.filter(Q(run__isnull=True) | Q(run=run))
 
 
 def run_alerts(*, run: Run) -> list[Alert]:
@@ -28,8 +36,7 @@ def run_rules(*, run: Run) -> list[dict[str, Any]]:
             "about": "No new step for 10 minutes and 10 of its usual steps while it is marked running.",
         }
     )
-    team_rules = AlertRule.objects.filter(team_id=run.team_id, enabled=True)
-    own = team_rules.filter(run__isnull=True) | team_rules.filter(run=run)
+    own = rules_watching(run=run)
     rules += [{"key": r.key, "title": r.name, "metric": r.metric, "about": f"{r.metric} {r.get_kind_display()}"}
               for r in own]  # fmt: skip
     for rule in rules:

@@ -8,6 +8,7 @@ from django.core.validators import EmailValidator, URLValidator
 from webapp.accounts.models import Team
 from webapp.alerts.conditions import BUILTIN_RULES, STALLED_RULE_KEY
 from webapp.alerts.models import AlertChannel, AlertMute, AlertRule
+from webapp.alerts.selectors import rules_watching
 from webapp.runs.models import Run
 
 MOST_CHANNELS = 50
@@ -48,7 +49,7 @@ def rule_add(*, team: Team, user, name: str, metric: str, kind: str, value: floa
 
 def rule_keys(run: Run) -> set[str]:
     """Every rule that can fire on the run: the built-ins, the stall watch and the team's own."""
-    own = AlertRule.objects.filter(team_id=run.team_id).filter(run__isnull=True) | AlertRule.objects.filter(run=run)
+    own = rules_watching(run=run, enabled_only=False)
     return {r.key for r in BUILTIN_RULES} | {STALLED_RULE_KEY} | {r.key for r in own}
 
 
