@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from envs.actions import random_action
 from envs.session import EnvError, EnvSession, SessionBroken
 from envs.tools import ToolSpec
+from envs.volatile import steady
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ def measure_capacity(endpoint: str, *, bound: int, timeout: float = 30.0) -> Cap
 
 
 def _view(result) -> dict:
-    observation = {k: v for k, v in result.observation.items() if k != "episode_id"}
+    observation = steady({k: v for k, v in result.observation.items() if k != "episode_id"})
     return {"observation": observation, "reward": result.reward, "done": result.done}
 
 

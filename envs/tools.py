@@ -96,7 +96,9 @@ def type_label(prop: dict[str, Any]) -> str:
 
 
 def snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+    """A class name as a tool name a model can read: `GuessNumber` → `guess_number`, and an acronym stays one word
+    (`REPL` → `repl`, `DMControl` → `dm_control`, not `r_e_p_l`)."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
 
 
 def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:

@@ -62,6 +62,20 @@ def _short(value: Any) -> str:
     return text if len(text) <= 120 else text[:117] + "…"
 
 
+def _texts_apart(a: str, b: str, context: int = 40) -> str:
+    """Two long texts that share a beginning, shown where they part (two identical-looking prefixes ending in "…"
+    told nobody anything)."""
+    at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    start = max(0, at - context)
+
+    def window(text: str) -> str:
+        piece = text[start : at + context]
+        shown = json.dumps(piece, ensure_ascii=False)[1:-1] or "(ends here)"
+        return ("…" if start else "") + shown + ("…" if at + context < len(text) else "")
+
+    return f'texts differ from character {at} (of {len(a)} and {len(b)}): "{window(a)}" vs "{window(b)}"'
+
+
 def first_difference(a: str, b: str) -> str:
     """The first field where two recorded views (JSON, or "error CODE") differ: `observation.hint: "warmer" vs
     "colder"`."""
@@ -71,5 +85,8 @@ def first_difference(a: str, b: str) -> str:
         return f"{a[:150]} vs {b[:150]}"
     for path in [*left, *(p for p in right if p not in left)]:
         if left.get(path, "(absent)") != right.get(path, "(absent)"):
+            x, y = left.get(path), right.get(path)
+            if isinstance(x, str) and isinstance(y, str) and max(len(_short(x)), len(_short(y))) > 80:
+                return f"{path}: {_texts_apart(x, y)}"
             return f"{path}: {_short(left.get(path, '(absent)'))} vs {_short(right.get(path, '(absent)'))}"
     return "the same fields in a different order"

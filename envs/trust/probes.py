@@ -24,6 +24,7 @@ from envs.session import EnvError, EnvSession, SessionBroken, SessionTimedOut
 from envs.tools import ToolSpec
 from envs.trust.edge_cases import EdgeInput, edge_inputs
 from envs.trust.evidence import ADVICE, first_difference, leaf_values, numbers_in
+from envs.volatile import lifetime_fields, steady
 
 PASSED, FAILED, NOT_APPLICABLE = "passed", "failed", "not_applicable"
 BOOKKEEPING = {"episode_id", "step_count"}
@@ -71,6 +72,7 @@ class ProbeContext:
     seeding: str = "unknown"  # what reset(seed) did when the version was added; re-measured by establish
     sweep_seconds: float = 4.0  # the timeouts probe's budget for stepping through edge-case inputs (hangs aside)
     facts: Facts | None = None
+    unsteady: set[str] = field(default_factory=set)  # timings and lifetime counters left out of comparisons
     hung_steps: int = 0  # steps of this check that never answered: each may still hold a session on the server
 
     def session(self, timeout: float | None = None) -> EnvSession:
@@ -86,12 +88,21 @@ def establish(ctx: ProbeContext) -> Facts:
     return ctx.facts
 
 
-def _view(result) -> str:
-    return json.dumps({"observation": result.observation, "reward": result.reward, "done": result.done},
+def _view(result, ctx: ProbeContext) -> str:
+    """What an episode showed at one point, for comparison: its timings and lifetime counters left out (a timing is
+    not state)."""
+    observation = steady(result.observation, lifetime_fields(ctx.observation_schema), ctx.unsteady)
+    return json.dumps({"observation": observation, "reward": result.reward, "done": result.done},
                       sort_keys=True, default=str)  # fmt: skip
 
 
-def _play(session: EnvSession, actions: list[dict]) -> list[str]:
+def _unsteady_note(ctx: ProbeContext) -> str:
+    if not ctx.unsteady:
+        return ""
+    return f" ({', '.join(sorted(ctx.unsteady)[:4])} left out: timings and lifetime counters are not state)"
+
+
+def _play(session: EnvSession, actions: list[dict], ctx: ProbeContext) -> list[str]:
     """Step through actions, recording what came back (errors included); stops at the end of the episode."""
     seen = []
     for action in actions:
@@ -100,7 +111,7 @@ def _play(session: EnvSession, actions: list[dict]) -> list[str]:
         except EnvError as exc:
             seen.append(f"error {exc.code}")
             continue
-        seen.append(_view(result))
+        seen.append(_view(result, ctx))
         if result.done:
             break
     return seen
@@ -122,27 +133,57 @@ def _where(step: int, actions: list[dict]) -> str:
 RANDOM = "reset(seed) gave different episodes for the same seed and actions (see seed_determinism)"
 
 
-def probe_clean_reset(ctx: ProbeContext) -> ProbeResult:
+def _fresh_step_counts(ctx: ProbeContext, tries: int) -> set[int]:
+    """Where fresh sessions start: an environment whose opponent may move first (chess picks the agent's colour at
+    random on each reset) starts at step 1 as often as at 0, and that is a random start, not a dirty one."""
+    counts = set()
+    for _ in range(tries):
+        with ctx.session() as fresh:
+            fresh.reset(seed=ctx.seed)
+            counts.add(fresh.state().get("step_count", 0))
+    return counts
+
+
+def probe_clean_reset(ctx: ProbeContext, episodes: int = 4) -> ProbeResult:
+    """Several episodes on one session, as a run plays them (a reset may be clean for the first few and dirty
+    after); after each, reset(seed) must start where a fresh session starts."""
     facts = establish(ctx)
+    fresh_counts: set[int] | None = None
+    first = None
+    if facts.deterministic:
+        with ctx.session() as fresh:
+            first = fresh.reset(seed=ctx.seed)
     with ctx.session() as used:
         used.reset(seed=ctx.seed)
-        _play(used, _actions(ctx, ctx.seed))
-        again = used.reset(seed=ctx.seed)
-        state = used.state()
-    if state.get("step_count", 0) != 0:
-        return failed("clean_reset", "reset does not start the episode afresh",
-                      [f"state.step_count = {state.get('step_count')} right after reset(seed={ctx.seed}) that "
-                       f"followed an episode (expected 0)"])  # fmt: skip
+        for episode in range(1, episodes + 1):
+            steps = len(_play(used, _actions(ctx, ctx.seed + episode), ctx))
+            again = used.reset(seed=ctx.seed)
+            count = used.state().get("step_count", 0)
+            if count != 0:
+                if fresh_counts is None:
+                    fresh_counts = _fresh_step_counts(ctx, 1 if facts.deterministic else 8)
+                # On a random server a start the fresh sessions did not happen to show is a finding only when the
+                # count carries the episode just played (a counter that survived), never a small random start.
+                carried = facts.deterministic or (steps >= 2 and count >= steps)
+                if count not in fresh_counts and carried:
+                    shown = ", ".join(str(c) for c in sorted(fresh_counts))
+                    return failed("clean_reset", "reset does not start the episode afresh",
+                                  [f"state.step_count = {count} right after reset(seed={ctx.seed}) that followed "
+                                   f"episode {episode} on one session ({steps} steps); fresh sessions start at "
+                                   f"{shown}"])  # fmt: skip
+            if first is not None and _view(again, ctx) != _view(first, ctx):
+                difference = first_difference(_view(again, ctx), _view(first, ctx))
+                return failed("clean_reset", "reset does not start the episode afresh",
+                              [f"reset(seed={ctx.seed}) after episode {episode} on one session vs in a fresh "
+                               f"session: {difference}"])  # fmt: skip
+    looked = f"{episodes} episodes on one session"
     if not facts.deterministic:
-        return ProbeResult("clean_reset", NOT_APPLICABLE, f"{RANDOM}, so a reset after an episode "
-                           "cannot be compared with a fresh one; state.step_count was 0 after reset")  # fmt: skip
-    with ctx.session() as fresh:
-        first = fresh.reset(seed=ctx.seed)
-    if _view(again) != _view(first):
-        difference = first_difference(_view(again), _view(first))
-        return failed("clean_reset", "reset does not start the episode afresh",
-                      [f"reset(seed={ctx.seed}) after an episode vs in a fresh session: {difference}"])  # fmt: skip
-    return ProbeResult("clean_reset", PASSED, "reset(seed) after an episode equals a fresh session's reset(seed)")
+        starts = f" (fresh sessions start at step {', '.join(map(str, sorted(fresh_counts)))})" if fresh_counts else ""
+        return ProbeResult("clean_reset", NOT_APPLICABLE, f"{RANDOM}, so a reset after an episode cannot be "
+                           f"compared with a fresh one; after each of {looked} the step count was where a fresh "
+                           f"session starts{starts}")  # fmt: skip
+    summary = f"reset(seed) after each of {looked} equals a fresh session's reset(seed){_unsteady_note(ctx)}"
+    return ProbeResult("clean_reset", PASSED, summary)
 
 
 def probe_seed_determinism(ctx: ProbeContext) -> ProbeResult:
@@ -152,9 +193,10 @@ def probe_seed_determinism(ctx: ProbeContext) -> ProbeResult:
     runs = []
     for _ in range(2):
         with ctx.session() as s:
-            runs.append([_view(s.reset(seed=seed)), *_play(s, actions)])
+            runs.append([_view(s.reset(seed=seed), ctx), *_play(s, actions, ctx)])
     if runs[0] == runs[1]:
-        return ProbeResult("seed_determinism", PASSED, "same seed and actions gave identical observations and rewards")
+        summary = f"same seed and actions gave identical observations and rewards{_unsteady_note(ctx)}"
+        return ProbeResult("seed_determinism", PASSED, summary)
     at = next((i for i, (a, b) in enumerate(zip(*runs, strict=False)) if a != b), min(map(len, runs)) - 1)
     where = f"reset(seed={seed})" + (f", then {_where(at, actions)}" if at else "")
     difference = first_difference(runs[0][at], runs[1][at]) if at < min(map(len, runs)) else "one episode ended"
@@ -208,7 +250,7 @@ def _isolation_by_replay(ctx: ProbeContext, n: int) -> ProbeResult:
         for s in opened:
             s.open()
         for i, (seed, _) in enumerate(plans):
-            interleaved[i].append(_view(opened[i].reset(seed=seed)))
+            interleaved[i].append(_view(opened[i].reset(seed=seed), ctx))
         done = [False] * n
         for step in range(ctx.episode_steps):
             for i, (_, actions) in enumerate(plans):
@@ -216,7 +258,7 @@ def _isolation_by_replay(ctx: ProbeContext, n: int) -> ProbeResult:
                     continue
                 try:
                     result = opened[i].step(actions[step])
-                    interleaved[i].append(_view(result))
+                    interleaved[i].append(_view(result, ctx))
                     done[i] = result.done
                 except EnvError as exc:
                     if _capacity_refusal(exc):
@@ -228,14 +270,15 @@ def _isolation_by_replay(ctx: ProbeContext, n: int) -> ProbeResult:
     evidence = []
     for i, (seed, actions) in enumerate(plans):
         with ctx.session() as solo:
-            alone = [_view(solo.reset(seed=seed)), *_play(solo, actions)]
+            alone = [_view(solo.reset(seed=seed), ctx), *_play(solo, actions, ctx)]
         if alone != interleaved[i]:
             at = next((k for k, (a, b) in enumerate(zip(alone, interleaved[i], strict=False)) if a != b), 0)
             evidence.append(f"session {i} (seed {seed}) at {_where(at, actions)}: beside {n - 1} other sessions "
                             f"vs alone: {first_difference(interleaved[i][at], alone[at])}")  # fmt: skip
     if evidence:
         return failed("session_isolation", "sessions stepped together influence each other", evidence)
-    return ProbeResult("session_isolation", PASSED, f"{n} interleaved sessions each matched a solo replay")
+    return ProbeResult("session_isolation", PASSED,
+                       f"{n} interleaved sessions each matched a solo replay{_unsteady_note(ctx)}")  # fmt: skip
 
 
 def _numbers(session: EnvSession, result) -> dict[str, float]:
@@ -341,6 +384,19 @@ def _reward_of(ctx: ProbeContext, seed: int, action: dict) -> tuple[float | None
     return result.reward or 0.0, None
 
 
+def _honest_pay(ctx: ProbeContext, seed: int, tries: int = 4) -> float:
+    """What a first step of honest play (valid random actions) earns after reset(seed): the bar that a malformed
+    action must clear before it counts as earning. A penalty (chess answers an illegal move with -0.1) or nothing at
+    all is a refusal, not a reward."""
+    rng = random.Random(seed + 7)
+    best = 0.0
+    for _ in range(tries):
+        reward, error = _reward_of(ctx, seed, random_action(ctx.tools, rng))
+        if error is None and reward is not None:
+            best = max(best, reward)
+    return best
+
+
 def probe_reward_integrity(ctx: ProbeContext) -> ProbeResult:
     establish(ctx)
     rng = random.Random(ctx.seed + 2)
@@ -354,6 +410,8 @@ def probe_reward_integrity(ctx: ProbeContext) -> ProbeResult:
             if paid and _attack_pays_again(ctx, seed, attack, neutral):
                 evidence.append(f"{label}: {_shown(attack)} earned {attack_reward} after reset(seed={seed}); "
                                 f"its neutral twin {_shown(neutral)} earned {neutral_reward}")  # fmt: skip
+    honest = _honest_pay(ctx, ctx.seed)
+    accepted: list[float] = []
     for label, action in malformed_actions(ctx.tools, rng):
         checked += 1
         try:
@@ -362,9 +420,11 @@ def probe_reward_integrity(ctx: ProbeContext) -> ProbeResult:
                 result = s.step(action)
             if action.get("type") == "call_tool" and mcp_result(result.observation)[1]:
                 continue  # an MCP tool refuses bad arguments with a tool error, which is the right answer
-            if label.endswith("oversized") and not result.reward:
-                continue  # a long text is no attack when it earns nothing and the server survives it
-            evidence.append(f"{label} was accepted (reward {result.reward}): {_shown(action)}")
+            reward = result.reward or 0.0
+            accepted.append(reward)
+            if reward > honest:  # nothing, or a penalty, is a refusal in other words: only earning is a finding
+                evidence.append(f"{label} was accepted and earned {reward}, more than honest play's first step "
+                                f"earns after the same reset ({honest:g}): {_shown(action)}")  # fmt: skip
         except EnvError as exc:
             if exc.code != "VALIDATION_ERROR":
                 evidence.append(f"{label} was not refused as invalid but failed with {exc.code}: "
@@ -373,7 +433,10 @@ def probe_reward_integrity(ctx: ProbeContext) -> ProbeResult:
             evidence.append(f"{label} broke the session: {exc} ({_shown(action)})")
     if evidence:
         return failed("reward_integrity", "actions could earn what they did not do, or crash", evidence)
-    return ProbeResult("reward_integrity", PASSED, f"{checked} adversarial and malformed actions earned nothing extra")
+    compared = (f"; {len(accepted)} malformed actions were answered without a validation error and earned at most "
+                f"{max(accepted):g} against honest play's {honest:g}" if accepted else "")  # fmt: skip
+    return ProbeResult("reward_integrity", PASSED,
+                       f"{checked} adversarial and malformed actions earned nothing extra{compared}")  # fmt: skip
 
 
 def _attack_pays_again(ctx: ProbeContext, seed: int, attack: dict, neutral: dict) -> bool:

@@ -121,3 +121,14 @@ def test_instances_spread_over_replicas(process_provider):
         assert {cls().endpoint for _ in range(4)} == set(deployment.endpoints)
     finally:
         process_provider.teardown(deployment)
+
+
+ACRONYMS = [("REPLAction", "repl"), ("DIPGAction", "dipg"), ("DMControlAction", "dm_control"),
+            ("GuessNumberAction", "guess_number")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("title", "tool"), ACRONYMS)
+def test_an_acronym_class_name_is_one_word_for_the_model(title, tool):
+    # OpenEnv's REPL and DIPG environments were offered as `r_e_p_l` and `d_i_p_g`.
+    schema = {"title": title, "type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}
+    assert [spec.name for spec in tools_from_action_schema(schema)] == [tool]

@@ -68,6 +68,7 @@ PLANTED = {
     "seedless": probe_seed_determinism,  # random, undeclared, but isolated
     "random_counter": probe_session_isolation,  # random (declared) with a move counter shared by all sessions
     "capacity_one": probe_capacity,  # declared 4, holds 1
+    "late_unclean_reset": probe_clean_reset,  # clean for a session's first two episodes, dirty after
 }
 
 
@@ -88,17 +89,26 @@ def test_each_fault_is_attributed_to_its_probe_alone(probe_context, fault):
 
 
 CLEAN_TWINS = {"beacon_clean": CAPACITY, "beacon_stochastic": CAPACITY, "beacon_capacity_one": 1,
-               "beacon_public_rules": CAPACITY}  # fmt: skip
+               "beacon_public_rules": CAPACITY, "beacon_timed": CAPACITY, "beacon_penalty": CAPACITY,
+               "beacon_random_start": CAPACITY}  # fmt: skip
 
 
 @pytest.mark.parametrize(("twin", "capacity"), CLEAN_TWINS.items())
 def test_no_probe_fails_on_a_clean_twin(probe_context, twin, capacity):
-    """Deterministic; random by declaration; a single session, declared as such; a public state field shown."""
+    """Deterministic; random by declaration; a single session, declared as such; a public state field shown; a
+    timing and a lifetime frame counter shown; a malformed input answered with a penalty instead of an error; a
+    random start where the opponent may move first (declared random: not a dirty reset, whatever the dice say)."""
     results = run_probes(probe_context(fixture_source(twin, capacity=capacity), capacity=capacity))
     assert [r for r in results if r.status == FAILED] == [], results
     assert len(results) == 7
-    if twin == "beacon_clean":
+    if twin in {"beacon_clean", "beacon_timed"}:
         assert {r.status for r in results} == {PASSED}
+    if twin == "beacon_penalty":  # no reward is not earning, a penalty neither: the report shows the comparison
+        summary = next(r.summary for r in results if r.name == "reward_integrity")
+        assert "earned at most -0.1 against honest play's" in summary
+    if twin == "beacon_timed":  # compared without them, and the report says so
+        summary = next(r.summary for r in results if r.name == "seed_determinism")
+        assert "execution_time, frame_number left out" in summary
 
 
 def test_a_random_server_is_judged_for_isolation_by_what_only_a_neighbour_could_move(probe_context):

@@ -1,0 +1,44 @@
+"""What may differ between two plays of one episode without being its state. Every comparison of episodes (the
+seeding measure, the trust probes) leaves these out, or it would call such an environment random or dirty.
+
+Two kinds: how long something took or when it happened (OpenEnv's REPL sends `execution_time`), and counters that
+the environment documents as running since it was created (ALE's `frame_number`: "Total frame number since
+environment creation", and its sibling `episode_frame_number` beside it: a field whose `episode_` twin the
+observation carries counts beyond episodes by design; the twin stays compared). A step counter that an environment
+forgets to reset is neither: its name is no timing and its description does not say it counts for the server's
+life, so a dirty reset is still caught.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+TIMING_NAME = re.compile(r"(^|_)(time|times|duration|latency|elapsed|timestamp|seconds|secs|ms|took)(_|$)", re.I)
+LIFETIME_DESCRIPTION = re.compile(
+    r"since (the )?(environment|emulator|server|process)( was)? (creation|created|start|started|launch)", re.I
+)
+
+
+def lifetime_fields(observation_schema: dict[str, Any] | None) -> frozenset[str]:
+    """Observation fields whose description says they count since the environment was created."""
+    properties = (observation_schema or {}).get("properties", {})
+    return frozenset(k for k, v in properties.items() if LIFETIME_DESCRIPTION.search(str(v.get("description", ""))))
+
+
+def steady(value: Any, lifetime: frozenset[str] = frozenset(), dropped: set[str] | None = None) -> Any:
+    """The value without its timings and lifetime counters (at any depth); names what it dropped into `dropped`."""
+    if isinstance(value, dict):
+        kept = {}
+        for key, item in value.items():
+            number = isinstance(item, int | float) and not isinstance(item, bool)
+            beyond_episodes = key in lifetime or f"episode_{key}" in value
+            if number and (TIMING_NAME.search(str(key)) or beyond_episodes):
+                if dropped is not None:
+                    dropped.add(str(key))
+                continue
+            kept[key] = steady(item, lifetime, dropped)
+        return kept
+    if isinstance(value, list):
+        return [steady(item, lifetime, dropped) for item in value]
+    return value

@@ -1,0 +1,35 @@
+"""Evidence a person can act on: where two long texts part, and which numbers are no state at all."""
+
+from __future__ import annotations
+
+import json
+
+from envs.trust.evidence import first_difference
+from envs.volatile import lifetime_fields, steady
+
+
+def test_two_long_texts_are_shown_where_they_part_not_by_their_common_beginning():
+    # reasoning_gym's evidence printed two identical-looking prefixes ending in "…".
+    question = "Solve the following puzzle carefully. " * 8
+    before = json.dumps({"observation": {"text": question + "Answer: 42. Next question follows."}})
+    after = json.dumps({"observation": {"text": question + "Answer: 17. Next question follows."}})
+    shown = first_difference(before, after)
+    assert shown.startswith(f"observation.text: texts differ from character {len(question) + 8} ")
+    assert "Answer: 42" in shown and "Answer: 17" in shown
+
+
+def test_short_values_are_shown_whole():
+    shown = first_difference(json.dumps({"hint": "warmer"}), json.dumps({"hint": "colder"}))
+    assert shown == 'hint: "warmer" vs "colder"'
+
+
+def test_timings_and_lifetime_counters_are_no_state_but_a_step_counter_is():
+    dropped: set[str] = set()
+    metadata = {"execution_time": 0.31, "frame_number": 812, "episode_frame_number": 12, "stdout": "4"}
+    kept = steady({"step_count": 3, "metadata": metadata}, dropped=dropped)
+    assert kept == {"step_count": 3, "metadata": {"episode_frame_number": 12, "stdout": "4"}}
+    assert dropped == {"execution_time", "frame_number"}
+    # Only when the environment documents it: a counter without an episode twin or a description is compared.
+    assert steady({"frame_number": 812}) == {"frame_number": 812}
+    described = {"properties": {"frame_number": {"description": "Total frame number since environment creation."}}}
+    assert steady({"frame_number": 812}, lifetime_fields(described)) == {}
