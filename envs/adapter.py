@@ -22,6 +22,7 @@ from envs.event_loop import run_on_session_loop
 from envs.mcp_tools import mcp_result
 from envs.session import AsyncEnvSession, EnvError, SessionBroken, SessionTimedOut
 from envs.tools import ToolSpec
+from envs.volatile import steady
 
 JSON_TYPES: dict[str, Any] = {
     "integer": int,
@@ -55,6 +56,7 @@ class EpisodeLog:
     episode_id: str
     reset_kwargs: dict[str, Any]
     reset_observation: dict[str, Any] = field(default_factory=dict)
+    last_observation: dict[str, Any] = field(default_factory=dict)  # what the last accepted step (or reset) showed
     events: list[ToolEvent] = field(default_factory=list)
     done: bool = False
     error: str | None = None
@@ -91,6 +93,19 @@ def format_observation(observation: dict[str, Any], fields: list[str] | tuple[st
     if set(shown) == {"message"}:
         return str(shown["message"])
     return json.dumps(shown, ensure_ascii=False, default=str)
+
+
+def refused_by_penalty(reward: float | None, before: dict[str, Any], after: dict[str, Any]) -> bool:
+    """A step that cost something and changed nothing is a refusal in other words: OpenEnv's chess answers an
+    illegal move with -0.1 and the same board, no error. Counted as accepted, it taught the model to send random
+    words. Timings and lifetime counters may move (envs/volatile.py); nothing else may."""
+    if reward is None or reward >= 0 or not before:
+        return False
+
+    def content(observation: dict[str, Any]) -> Any:
+        return steady({k: v for k, v in observation.items() if k not in {"reward", "done"}})
+
+    return content(before) == content(after)
 
 
 class ToolEnvironment:
@@ -134,7 +149,7 @@ class ToolEnvironment:
             self._session_lost(exc)
             self._session = AsyncEnvSession(self.endpoint, timeout=self.step_timeout)
             result = run_on_session_loop(self._session.reset(episode_id=episode_id, **kwargs))
-        self.episode.reset_observation = result.observation
+        self.episode.reset_observation = self.episode.last_observation = result.observation
         return "\n\n" + format_observation(result.observation, self.observation_fields)
 
     async def _step_async(self, tool: ToolSpec, arguments: dict[str, Any]) -> ToolEvent:
@@ -162,6 +177,11 @@ class ToolEnvironment:
             text, error = mcp_result(result.observation)
         else:
             text = format_observation(result.observation, self.observation_fields)
+        if error is None and not result.done and refused_by_penalty(result.reward, episode.last_observation,
+                                                                       result.observation):  # fmt: skip
+            error = f"refused: the environment answered with a penalty ({result.reward:g}) and nothing changed"
+        elif error is None:
+            episode.last_observation = result.observation
         event = ToolEvent(
             tool.name, arguments, text, result.observation, result.reward, result.done, error,
             time.perf_counter() - started,

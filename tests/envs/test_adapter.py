@@ -132,3 +132,24 @@ def test_an_acronym_class_name_is_one_word_for_the_model(title, tool):
     # OpenEnv's REPL and DIPG environments were offered as `r_e_p_l` and `d_i_p_g`.
     schema = {"title": title, "type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}
     assert [spec.name for spec in tools_from_action_schema(schema)] == [tool]
+
+
+@pytest.fixture(scope="module")
+def penalty_endpoint(process_provider):
+    deployment = process_provider.provision(fixture_source("beacon_penalty"))
+    yield deployment.endpoints[0]
+    process_provider.teardown(deployment)
+
+
+def test_a_penalty_that_changes_nothing_is_a_refused_call(penalty_endpoint):
+    # OpenEnv's chess answers an illegal move with -0.1 and the same board, no error: it counted as accepted.
+    env = env_class_for(penalty_endpoint)()
+    env.reset(seed=1)
+    with pytest.raises(ToolFailed, match=r"refused: the environment answered with a penalty \(-0.1\)"):
+        env.lenient_probe(position="river")
+    refused = env.episode.events[-1]
+    assert refused.error and refused.reward == -0.1  # the environment's penalty still counts in the reward
+    assert "at 4" in env.lenient_probe(position=4)  # a legal position is accepted (and changes what the episode shows)
+    assert env.episode.events[-1].error is None
+    assert env._episode_reward() == pytest.approx(-0.1 + env.episode.events[-1].reward)
+    env._close()

@@ -267,7 +267,8 @@ def sft_save(
 # libraries whose formats it writes. A cache shared by several checkouts must never serve a model of other code.
 FINGERPRINT_SOURCES = (
     "workers/models/tiny.py", "workers/models/warmstart.py", "envs/adapter.py", "envs/tools.py", "envs/prompts.py",
-    "envs/mcp_tools.py", "envs/actions.py", "envs/guess_number", "envs/word_guess", "envs/grid_catch",
+    "envs/mcp_tools.py", "envs/actions.py", "envs/volatile.py", "envs/guess_number", "envs/word_guess",
+    "envs/grid_catch",
 )  # fmt: skip
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
