@@ -149,6 +149,13 @@ class Run(models.Model):
     def env_calls_per_episode(self) -> float | None:
         return self.env_tool_calls / self.episodes_recorded if self.episodes_recorded else None
 
+    @property
+    def env_refused_share(self) -> float | None:
+        """Of the calls that reached the environment, the share it refused (an error, or a penalty that changed
+        nothing)."""
+        sent = self.env_tool_calls + self.env_tool_errors
+        return self.env_tool_errors / sent if sent else None
+
 
 class MetricPoint(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="metrics")

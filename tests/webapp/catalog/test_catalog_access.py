@@ -81,3 +81,20 @@ def test_a_used_version_is_frozen(acme_env):
     version.source_ref = "word-guess"
     with pytest.raises(ValidationError, match="used by a run"):
         version.save()
+
+
+def test_the_version_shows_the_accepted_calls_of_its_last_runs(client_for, alice, charlie, acme, acme_env):
+    from webapp.runs.services import run_create
+
+    version = acme_env.versions.get()
+    counts = [(8, 14, 2), (8, 2, 14), (0, 0, 0)]  # episodes, accepted calls, refused calls; the last never played
+    for episodes, accepted, refused in counts:
+        run = run_create(team=acme, user=alice, env_version=version, start=False)
+        type(run).objects.filter(pk=run.pk).update(episodes_recorded=episodes, env_tool_calls=accepted,
+                                                   env_tool_errors=refused)  # fmt: skip
+    page = client_for(alice).get(reverse("catalog:environment-detail", args=[acme_env.pk])).content.decode()
+    # (14 + 2) accepted calls over 16 episodes; 16 of the 32 calls sent were refused.
+    assert "<strong>1.00</strong> accepted calls per episode over its last 2 runs" in page
+    assert "the environment refused 50 % of the calls sent" in page
+    assert "0.25 accepted calls per episode, 88 % refused" in page  # the run that learned refused calls
+    assert client_for(charlie).get(reverse("catalog:environment-detail", args=[acme_env.pk])).status_code == 404
