@@ -65,3 +65,16 @@ def warmstart_version_for(name: str, team):
         .select_related("environment")
         .first()
     )
+
+
+def accepted_calls(runs: list, last: int = 5) -> dict | None:
+    """A version's accepted calls per episode over its last runs that played episodes: what a model really got to
+    do in this environment (grid_world refused 16 of 18 calls; chess took random words until refusals counted)."""
+    played = [run for run in runs if run.episodes_recorded][:last]
+    if not played:
+        return None
+    episodes = sum(run.episodes_recorded for run in played)
+    accepted = sum(run.env_tool_calls for run in played)
+    refused = sum(run.env_tool_errors for run in played)
+    return {"runs": len(played), "per_episode": accepted / episodes,
+            "refused_share": refused / (accepted + refused) if accepted + refused else None}  # fmt: skip

@@ -67,7 +67,7 @@ def environment_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "can_edit": membership is not None and membership.allows(Role.MEMBER),
             "can_test": any(m.allows(Role.MEMBER) for m in request.user.memberships.all()),
             "runs_by_version": {
-                vid: {"runs": runs, "accepted": accepted_calls(runs)}
+                vid: {"runs": runs, "accepted": selectors.accepted_calls(runs)}
                 for vid, runs in _runs_by_version(request, versions).items()
             },
             "settings_forms": {
@@ -106,19 +106,6 @@ def _runs_by_version(request: HttpRequest, versions) -> dict[int, list]:
     for run in team_scope(runs, user=request.user).select_related("created_by").order_by("-created_at")[:200]:
         by_version.setdefault(run.env_version_id, []).append(run)
     return by_version
-
-
-def accepted_calls(runs: list, last: int = 5) -> dict | None:
-    """A version's accepted calls per episode over its last runs that played episodes: what a model really got to
-    do in this environment (grid_world refused 16 of 18 calls; chess took random words until refusals counted)."""
-    played = [run for run in runs if run.episodes_recorded][:last]
-    if not played:
-        return None
-    episodes = sum(run.episodes_recorded for run in played)
-    accepted = sum(run.env_tool_calls for run in played)
-    refused = sum(run.env_tool_errors for run in played)
-    return {"runs": len(played), "per_episode": accepted / episodes,
-            "refused_share": refused / (accepted + refused) if accepted + refused else None}  # fmt: skip
 
 
 @login_required
