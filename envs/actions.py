@@ -42,6 +42,50 @@ def random_arguments(tool: ToolSpec, rng: random.Random) -> dict[str, Any]:
     return arguments
 
 
+def offered_values(observation: Any, limit: int = 200) -> list[Any]:
+    """The choices an observation offers: items of its lists of short strings or of integers, at any depth (chess's
+    `legal_moves`, OpenSpiel's `legal_actions`, a game's free columns). An environment whose valid inputs are much
+    narrower than its schema says which ones are valid here, and a warm start should send those."""
+    found: list[Any] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list) and value:
+            if all(isinstance(v, str) and 0 < len(v) <= 40 for v in value) or all(
+                isinstance(v, int) and not isinstance(v, bool) for v in value
+            ):
+                found.extend(v for v in value if v not in found)
+            else:
+                for item in value:
+                    walk(item)
+
+    walk(observation)
+    return found[:limit]
+
+
+def offered_arguments(tool: ToolSpec, observation: Any, rng: random.Random) -> dict[str, Any] | None:
+    """Random valid arguments with each free-form string or integer argument taken from what the observation offers
+    (within the argument's bounds); None when it offers nothing that fits."""
+    offers = offered_values(observation)
+    if not offers:
+        return None
+    arguments = random_arguments(tool, rng)
+    changed = False
+    for name, prop in tool.parameters.get("properties", {}).items():
+        if "enum" in prop:
+            continue
+        kind = prop.get("type")
+        low, high = prop.get("minimum", float("-inf")), prop.get("maximum", float("inf"))
+        pool = [v for v in offers if (kind == "string" and isinstance(v, str))
+                or (kind == "integer" and isinstance(v, int) and low <= v <= high)]  # fmt: skip
+        if pool:
+            arguments[name] = rng.choice(pool)
+            changed = True
+    return arguments if changed else None
+
+
 def random_action(tools: list[ToolSpec], rng: random.Random) -> dict[str, Any]:
     """A valid wire action of a random tool (an MCP tool's arguments travel inside its call_tool action)."""
     tool = rng.choice(tools)

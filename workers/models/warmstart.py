@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from envs.actions import random_arguments
+from envs.actions import offered_arguments, random_arguments
 from envs.adapter import ToolFailed
 from webapp.artifacts.model_names import WARMSTART_RECIPE, warmstart_dir
 
@@ -26,11 +26,53 @@ class WarmStartError(Exception):
     pass
 
 
+# Below this share of calls accepted, a warm start teaches too few real calls to be worth a model: it refuses and
+# says which tool and arguments the environment turned down.
+MIN_ACCEPTED_SHARE = 0.2
+MIN_CONVERSATIONS = 4
+
+
+class CallTally:
+    """Calls sent to the environment during the synthetic episodes, and what it did with them."""
+
+    def __init__(self) -> None:
+        self.sent = self.accepted = 0
+        self.refused: dict[str, int] = {}
+        self.example: dict[str, str] = {}  # per tool: the last refused arguments and the environment's answer
+
+    def record(self, tool: str, arguments: dict, error: str | None) -> None:
+        self.sent += 1
+        if error is None:
+            self.accepted += 1
+            return
+        self.refused[tool] = self.refused.get(tool, 0) + 1
+        self.example[tool] = f"{json.dumps(arguments, ensure_ascii=False)[:120]} → {error[:160]}"
+
+    @property
+    def share(self) -> float:
+        return self.accepted / self.sent if self.sent else 0.0
+
+    def worst(self) -> str:
+        if not self.refused:
+            return "no call was refused"
+        tool = max(self.refused, key=self.refused.get)
+        return f"{tool} was refused {self.refused[tool]} times, for example {self.example[tool]}"
+
+
 def play_episodes(
-    env_class, *, prompt: str, count: int, seed: int, max_turns: int, progress: Callable[[str, float], None]
+    env_class,
+    *,
+    prompt: str,
+    count: int,
+    seed: int,
+    max_turns: int,
+    progress: Callable[[str, float], None],
+    tally: CallTally | None = None,
 ) -> list[dict[str, Any]]:
     """Conversations played against live servers through `env_class` (an envs.adapter class): the model's turns
-    are valid random calls of the version's tools, the tool turns are what the environment answered."""
+    are calls of the version's tools that the environment accepted (each candidate is sent; a refusal — an error,
+    or a penalty that changed nothing — is dropped and counted in `tally`), the tool turns are what it answered."""
+    tally = tally if tally is not None else CallTally()
     from transformers.utils import get_json_schema
 
     schemas = json.dumps([get_json_schema(getattr(env_class, tool.name)) for tool in env_class.tools])
@@ -42,7 +84,7 @@ def play_episodes(
             reset_text = env.reset(seed=rng.randint(0, 10**6))
             messages: list[dict[str, Any]] = [{"role": "user", "content": prompt + reset_text}]
             for turn in range(rng.randint(min(2, max_turns), max_turns)):
-                call = _successful_call(env, rng, turn)
+                call = _successful_call(env, rng, turn, tally)
                 if call is None:
                     break
                 name, arguments, result = call
@@ -57,26 +99,41 @@ def play_episodes(
             progress(f"played episode {index + 1}/{count}", 0.1 * (index + 1) / count)
     finally:
         env._close()
+    accepted = f"the environment accepted {tally.accepted} of {tally.sent} calls ({tally.share:.0%})"
     if not conversations:
-        raise WarmStartError("no tool call of this version succeeded: there is nothing to learn from")
+        raise WarmStartError(f"no tool call of this version succeeded: there is nothing to learn from ({accepted}; "
+                             f"{tally.worst()})")  # fmt: skip
+    if tally.share < MIN_ACCEPTED_SHARE or len(conversations) < MIN_CONVERSATIONS:
+        raise WarmStartError(f"{accepted} in {len(conversations)} usable episodes: too few to teach a model its "
+                             f"calls (at least {MIN_ACCEPTED_SHARE:.0%} and {MIN_CONVERSATIONS} episodes); "
+                             f"{tally.worst()}")  # fmt: skip
+    progress(f"{accepted}", 0.1)
     return conversations
 
 
-def _successful_call(env, rng: random.Random, turn: int, tries: int = 5) -> tuple[str, dict, str] | None:
-    """The episode's `turn`-th call: tools in a fixed round (the first tool first), arguments random and valid.
+def _successful_call(
+    env, rng: random.Random, turn: int, tally: CallTally, tries: int = 5
+) -> tuple[str, dict, str] | None:
+    """The episode's `turn`-th call: tools in a fixed round (the first tool first), arguments valid to the schema,
+    and every other try taken from what the last observation offers (legal moves, free columns): an environment
+    whose valid inputs are narrower than its schema refuses most random ones.
 
     A random choice of tool at every turn is unpredictable by construction, and a model this small then mixes
     the names it was shown ("try_dial" from try_code and read_dial: measured 3 valid calls in 20); a fixed round
     makes each choice follow from the call before it, which it learns."""
     tool = env.tools[turn % len(env.tools)]
-    for _ in range(tries):
-        arguments = random_arguments(tool, rng)
+    for attempt in range(tries):
+        observation = env.episode.last_observation if env.episode is not None else None
+        offered = offered_arguments(tool, observation, rng) if attempt % 2 == 0 else None
+        arguments = offered if offered is not None else random_arguments(tool, rng)
         try:
             result = getattr(env, tool.name)(**arguments)
-        except ToolFailed:
+        except ToolFailed as exc:
+            tally.record(tool.name, arguments, str(exc))
             if env.episode is not None and env.episode.error:
                 return None  # the session broke: the episode is over
             continue
+        tally.record(tool.name, arguments, None)
         return tool.name, arguments, result
     return None
 
@@ -109,8 +166,9 @@ def _warm_start(version, target: Path, endpoints: list[str], step_timeout: float
     env_class = version_env_class(version, endpoints=endpoints, step_timeout=step_timeout)
     prompt = default_prompt(description=version.environment.description, tool_names=[t.name for t in env_class.tools])
     recipe = WARMSTART_RECIPE
+    tally = CallTally()
     conversations = play_episodes(env_class, prompt=prompt, count=recipe["conversations"], seed=recipe["seed"],
-                                  max_turns=recipe["max_turns"], progress=progress)  # fmt: skip
+                                  max_turns=recipe["max_turns"], progress=progress, tally=tally)  # fmt: skip
     datasets.disable_progress_bars()
     transformers.utils.logging.disable_progress_bar()  # the caller's bar says it
     torch.manual_seed(recipe["seed"])
@@ -118,7 +176,8 @@ def _warm_start(version, target: Path, endpoints: list[str], step_timeout: float
     model = AutoModelForCausalLM.from_pretrained(base)
     target.parent.mkdir(parents=True, exist_ok=True)
     return sft_save(model, tokenizer, conversations, target, epochs=recipe["epochs"], lr=recipe["lr"],
-                    seed=recipe["seed"], recipe={**recipe, "base": str(base), "version": str(version)},
+                    seed=recipe["seed"], recipe={**recipe, "base": str(base), "version": str(version),
+                            "calls_sent": tally.sent, "calls_accepted": tally.accepted},
                     progress=progress, warmup_steps=2)  # fmt: skip
 
 
