@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -457,17 +459,23 @@ def probe_hidden_state(ctx: ProbeContext, seeds: int = 5) -> ProbeResult:
     leaks: dict[str, dict[int, str]] = {}
     hidden_seen: set[str] = set()
     values_by_key: dict[str, set[str]] = {}
+    steps = max(ctx.episode_steps, 2)
     for k in range(seeds):
         seed = ctx.seed + 100 + k
-        actions = _actions(ctx, seed, 2)
+        actions = _actions(ctx, seed, steps)
         with ctx.session() as s:
             seen = [("reset", s.reset(seed=seed))]
             state = s.state()
-            for action in actions:
+            # As far into an episode as a run plays (a field may leak only after a few steps); an episode that
+            # ends early is played again from the same seed, so every seed is looked at for `steps` steps.
+            for n, action in enumerate(actions, start=1):
                 try:
-                    seen.append((f"step {_shown(action)}", s.step(action)))
+                    result = s.step(action)
                 except EnvError:
-                    pass
+                    continue
+                seen.append((f"step {n} {_shown(action)}", result))
+                if result.done:
+                    seen.append(("reset", s.reset(seed=seed)))
         hidden = {key: v for key, v in state.items() if key not in shown_fields and key not in BOOKKEEPING}
         hidden_seen |= set(hidden)
         for key, value in hidden.items():
@@ -480,6 +488,7 @@ def probe_hidden_state(ctx: ProbeContext, seeds: int = 5) -> ProbeResult:
                     elif (isinstance(value, str) and len(value) >= 3 and isinstance(shown_value, str)
                           and value in shown_value):  # fmt: skip
                         found.setdefault(k, f"observation field {path} contains {value!r} (after {where})")
+    looked = f"{seeds} seeds, {steps} steps each"
     if not hidden_seen:
         return ProbeResult("hidden_state", NOT_APPLICABLE, "the state has no fields beyond what observations show")
     # A leak shows in every seed (a hidden value equal to a shown one by chance is not a leak), and tells the policy
@@ -490,7 +499,7 @@ def probe_hidden_state(ctx: ProbeContext, seeds: int = 5) -> ProbeResult:
     if confirmed:
         evidence = [f"state.{key} (hidden): {next(iter(by_seed.values()))}, in every seed" for key, by_seed in
                     confirmed.items()]  # fmt: skip
-        return failed("hidden_state", "observations reveal hidden state", evidence)
+        return failed("hidden_state", f"observations reveal hidden state ({looked})", evidence)
     public = sorted(key for key, by_seed in leaks.items() if by_seed and len(values_by_key.get(key, ())) <= 1)
     parts = (
         [f"hidden fields {sorted(hidden_seen - set(public))} never appeared in observations"]
@@ -499,15 +508,49 @@ def probe_hidden_state(ctx: ProbeContext, seeds: int = 5) -> ProbeResult:
     )
     if public:
         parts.append(f"hidden fields {public} show, but are the same in every episode, so they give nothing away")
-    return ProbeResult("hidden_state", PASSED, "; ".join(parts))
+    return ProbeResult("hidden_state", PASSED, "; ".join(parts) + f" ({looked})")
+
+
+def _step_together(ctx: ProbeContext, sessions: list[EnvSession], rounds: int = 3) -> list[str]:
+    """Every open session steps at the same moment, `rounds` times, as a run's rollouts do: a server that accepts
+    many connections may still fail when more than a few of them *step* at once. Refusals of a bad action
+    (VALIDATION_ERROR) are answers, not failures."""
+    rng = random.Random(ctx.seed + 60)
+    plans = [[random_action(ctx.tools, rng) for _ in range(rounds)] for _ in sessions]
+    start = threading.Barrier(len(sessions))
+    failures: list[str] = []
+
+    def play(i: int) -> None:
+        for r, action in enumerate(plans[i]):
+            try:
+                start.wait(timeout=ctx.step_timeout)
+            except threading.BrokenBarrierError:
+                pass
+            try:
+                if sessions[i].step(action).done:
+                    sessions[i].reset(seed=ctx.seed + 70 + i + 100 * r)
+            except EnvError as exc:
+                if exc.code != "VALIDATION_ERROR":
+                    failures.append(f"session {i + 1}, round {r + 1} of {len(sessions)} stepping at once: "
+                                    f"{exc.code}: {exc.message[:160]} ({_shown(action)})")  # fmt: skip
+            except SessionBroken as exc:
+                failures.append(f"session {i + 1}, round {r + 1} of {len(sessions)} stepping at once: {exc}")
+                start.abort()
+                return
+
+    with ThreadPoolExecutor(max_workers=len(sessions)) as pool:
+        list(pool.map(play, range(len(sessions))))
+    return failures
 
 
 def probe_capacity(ctx: ProbeContext) -> ProbeResult:
     if ctx.capacity > 64:
         return ProbeResult("capacity", NOT_APPLICABLE, f"declared capacity {ctx.capacity} is too large to probe")
-    opened, refused_at = [], None
+    opened, refused_at, together = [], None, []
     try:
         for i in range(ctx.capacity + 1):
+            if i == ctx.capacity and len(opened) > 1:
+                together = _step_together(ctx, opened)  # the declared capacity, all stepping at once
             s = ctx.session()
             try:
                 s.open()
@@ -519,6 +562,9 @@ def probe_capacity(ctx: ProbeContext) -> ProbeResult:
     finally:
         for s in opened:
             s.close()
+    if together:
+        return failed("capacity", f"{ctx.capacity} sessions connect, but fail when they step at the same moment",
+                      together[:4])  # fmt: skip
     if refused_at is None:
         return failed("capacity", f"the server accepted {ctx.capacity + 1} sessions but declares {ctx.capacity}",
                       [f"{len(opened)} sessions open and reset at once; declared capacity {ctx.capacity}"])  # fmt: skip
@@ -529,7 +575,8 @@ def probe_capacity(ctx: ProbeContext) -> ProbeResult:
     if refused_at[0] < ctx.capacity:
         return failed("capacity", f"refused session {refused_at[0] + 1} of a declared {ctx.capacity}",
                       [f"session {refused_at[0] + 1} (with {refused_at[0]} open): {refused_at[1][:300]}"])  # fmt: skip
-    return ProbeResult("capacity", PASSED, f"session {ctx.capacity + 1} refused: {refused_at[1][:120]}")
+    return ProbeResult("capacity", PASSED, f"{ctx.capacity} sessions stepped together 3 times without a failure; "
+                       f"session {ctx.capacity + 1} refused: {refused_at[1][:120]}")  # fmt: skip
 
 
 def _slots_free(ctx: ProbeContext) -> int:

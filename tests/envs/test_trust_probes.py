@@ -69,6 +69,8 @@ PLANTED = {
     "random_counter": probe_session_isolation,  # random (declared) with a move counter shared by all sessions
     "capacity_one": probe_capacity,  # declared 4, holds 1
     "late_unclean_reset": probe_clean_reset,  # clean for a session's first two episodes, dirty after
+    "late_leak": probe_hidden_state,  # shows the hidden target from the third step of an episode on
+    "step_capacity": probe_capacity,  # holds 4 sessions, fails when more than 2 step at the same moment
 }
 
 
