@@ -148,36 +148,39 @@ def _fresh_step_counts(ctx: ProbeContext, tries: int) -> set[int]:
 
 def probe_clean_reset(ctx: ProbeContext, episodes: int = 4) -> ProbeResult:
     """Several episodes on one session, as a run plays them (a reset may be clean for the first few and dirty
-    after); after each, reset(seed) must start where a fresh session starts."""
+    after); after each, reset(seed) must start where a fresh session starts. Fresh sessions are opened only while
+    the used one is closed: many servers hold a single session (OpenEnv's chess)."""
     facts = establish(ctx)
-    fresh_counts: set[int] | None = None
     first = None
     if facts.deterministic:
         with ctx.session() as fresh:
             first = fresh.reset(seed=ctx.seed)
+    after: list[tuple[int, int, int, Any]] = []  # (episode, its steps, step_count right after the reset, the reset)
     with ctx.session() as used:
         used.reset(seed=ctx.seed)
         for episode in range(1, episodes + 1):
             steps = len(_play(used, _actions(ctx, ctx.seed + episode), ctx))
             again = used.reset(seed=ctx.seed)
-            count = used.state().get("step_count", 0)
-            if count != 0:
-                if fresh_counts is None:
-                    fresh_counts = _fresh_step_counts(ctx, 1 if facts.deterministic else 8)
-                # On a random server a start the fresh sessions did not happen to show is a finding only when the
-                # count carries the episode just played (a counter that survived), never a small random start.
-                carried = facts.deterministic or (steps >= 2 and count >= steps)
-                if count not in fresh_counts and carried:
-                    shown = ", ".join(str(c) for c in sorted(fresh_counts))
-                    return failed("clean_reset", "reset does not start the episode afresh",
-                                  [f"state.step_count = {count} right after reset(seed={ctx.seed}) that followed "
-                                   f"episode {episode} on one session ({steps} steps); fresh sessions start at "
-                                   f"{shown}"])  # fmt: skip
-            if first is not None and _view(again, ctx) != _view(first, ctx):
-                difference = first_difference(_view(again, ctx), _view(first, ctx))
+            after.append((episode, steps, used.state().get("step_count", 0), again))
+    fresh_counts: set[int] | None = None
+    for episode, steps, count, again in after:
+        if count != 0:
+            if fresh_counts is None:
+                fresh_counts = _fresh_step_counts(ctx, 1 if facts.deterministic else 8)
+            # On a random server a start the fresh sessions did not happen to show is a finding only when the
+            # count carries the episode just played (a counter that survived), never a small random start.
+            carried = facts.deterministic or (steps >= 2 and count >= steps)
+            if count not in fresh_counts and carried:
+                shown = ", ".join(str(c) for c in sorted(fresh_counts))
                 return failed("clean_reset", "reset does not start the episode afresh",
-                              [f"reset(seed={ctx.seed}) after episode {episode} on one session vs in a fresh "
-                               f"session: {difference}"])  # fmt: skip
+                              [f"state.step_count = {count} right after reset(seed={ctx.seed}) that followed "
+                               f"episode {episode} on one session ({steps} steps); fresh sessions start at "
+                               f"{shown}"])  # fmt: skip
+        if first is not None and _view(again, ctx) != _view(first, ctx):
+            difference = first_difference(_view(again, ctx), _view(first, ctx))
+            return failed("clean_reset", "reset does not start the episode afresh",
+                          [f"reset(seed={ctx.seed}) after episode {episode} on one session vs in a fresh "
+                           f"session: {difference}"])  # fmt: skip
     looked = f"{episodes} episodes on one session"
     if not facts.deterministic:
         starts = f" (fresh sessions start at step {', '.join(map(str, sorted(fresh_counts)))})" if fresh_counts else ""
