@@ -53,3 +53,18 @@ def served(process_provider):
     for deployment in deployments.values():
         process_provider.teardown(deployment)
     assert child_server_pids() == set()
+
+
+@pytest.fixture(scope="module")
+def served_fixture(process_provider):
+    """served_fixture(name) starts one of tests/fixtures/envs for the module and tears it down."""
+    deployments = {}
+
+    def serve(name: str) -> str:
+        if name not in deployments:
+            deployments[name] = process_provider.provision(fixture_source(name))
+        return deployments[name].endpoints[0]
+
+    yield serve
+    for deployment in deployments.values():
+        process_provider.teardown(deployment)

@@ -10,7 +10,6 @@ import pytest
 
 from envs.adapter import ToolFailed, tool_env_class
 from envs.tools import tools_from_action_schema
-from tests.envs.conftest import fixture_source
 
 
 def env_class_for(endpoint: str, **kwargs):
@@ -84,15 +83,8 @@ def test_bad_arguments_fail_before_any_step(served):
     env._close()
 
 
-@pytest.fixture(scope="module")
-def slow_endpoint(process_provider):
-    deployment = process_provider.provision(fixture_source("slow_step"))
-    yield deployment.endpoints[0]
-    process_provider.teardown(deployment)
-
-
-def test_a_hung_step_is_cut_off_and_ends_the_episode(slow_endpoint):
-    env = env_class_for(slow_endpoint, step_timeout=0.3)()
+def test_a_hung_step_is_cut_off_and_ends_the_episode(served_fixture):
+    env = env_class_for(served_fixture("slow_step"), step_timeout=0.3)()
     env.reset()
     with pytest.raises(ToolFailed, match="took longer than"):
         env.sleep(seconds=5)
@@ -134,16 +126,9 @@ def test_an_acronym_class_name_is_one_word_for_the_model(title, tool):
     assert [spec.name for spec in tools_from_action_schema(schema)] == [tool]
 
 
-@pytest.fixture(scope="module")
-def penalty_endpoint(process_provider):
-    deployment = process_provider.provision(fixture_source("beacon_penalty"))
-    yield deployment.endpoints[0]
-    process_provider.teardown(deployment)
-
-
-def test_a_penalty_that_changes_nothing_is_a_refused_call(penalty_endpoint):
+def test_a_penalty_that_changes_nothing_is_a_refused_call(served_fixture):
     # OpenEnv's chess answers an illegal move with -0.1 and the same board, no error: it counted as accepted.
-    env = env_class_for(penalty_endpoint)()
+    env = env_class_for(served_fixture("beacon_penalty"))()
     env.reset(seed=1)
     with pytest.raises(ToolFailed, match=r"refused: the environment answered with a penalty \(-0.1\)"):
         env.lenient_probe(position="river")
