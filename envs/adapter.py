@@ -2,8 +2,10 @@
 
 The generated class has `reset(**row)`, one typed method per tool (signature, type hints and a Google-style
 docstring built from the JSON schema, which is what TRL turns into the tool list the model sees), and
-`episode_reward()`. Each instance holds one OpenEnv WebSocket session (one rollout slot). Rewards are summed from
-the environment's observations, never read from the model's text; the environment's `state` is never fetched.
+`_episode_reward()`. Each instance holds one OpenEnv WebSocket session (one rollout slot). Rewards come from the
+environment's observations, never from the model's text, by the version's reward rule (envs/rewards.py: summed, the
+final step's, or the environment's own, which makes the class define TRL's `get_reward()`); the environment's
+`state` is never fetched.
 Every step is cut off by our own timeout, after which the session is thrown away and the episode ends.
 """
 
@@ -20,6 +22,7 @@ from typing import Any, Literal
 
 from envs.event_loop import run_on_session_loop
 from envs.mcp_tools import mcp_result
+from envs.rewards import RewardRule, field_value, step_credits
 from envs.session import AsyncEnvSession, EnvError, SessionBroken, SessionTimedOut
 from envs.tools import ToolSpec
 from envs.volatile import steady
@@ -49,6 +52,7 @@ class ToolEvent:
     done: bool
     error: str | None
     seconds: float
+    credit: float | None = None  # the environment's rubric's credit for this step, where the server sends it
 
 
 @dataclass
@@ -64,6 +68,30 @@ class EpisodeLog:
     @property
     def reward(self) -> float:
         return float(sum(e.reward or 0.0 for e in self.events))
+
+    def reward_by(self, rule: RewardRule) -> float:
+        """The episode's reward under a version's rule: summed, or read from the step that ended the episode (the
+        last step the environment answered when it never ended: a rubric's intermediate value, usually 0)."""
+        if rule.kind == "sum":
+            return self.reward
+        answered = [e for e in self.events if e.observation is not None]
+        if not answered:
+            return 0.0
+        last = next((e for e in reversed(answered) if e.done), answered[-1])
+        value = field_value(last.observation, last.reward, rule.field if rule.kind == "environment" else "reward")
+        return value if value is not None else 0.0
+
+    def credit_steps(self, final_observation: dict[str, Any] | None) -> None:
+        """Give each accepted step its share of a rubric's verdict, where the final observation carries one per
+        step (the last N accepted steps when it counts fewer: chess counts the agent's own moves)."""
+        credits = step_credits(final_observation)
+        if not credits:
+            return
+        accepted = [e for e in self.events if e.observation is not None and not e.error]
+        for event, credit in zip(
+            accepted[-len(credits) :], credits[-len(accepted) :] if accepted else [], strict=False
+        ):
+            event.credit = credit
 
 
 def python_type(prop: dict[str, Any]) -> Any:
@@ -119,6 +147,7 @@ class ToolEnvironment:
     step_timeout: float = 30.0
     reset_columns: tuple[str, ...] | None = None  # dataset columns passed to reset (None: all but the prompt)
     observation_fields: tuple[str, ...] | None = None  # what the model reads (None: every field and metadata)
+    reward_rule: RewardRule = RewardRule()  # how an episode's reward is read (envs/rewards.py)
     _slots = itertools.count()
     # Set by the trainer to overlap all rollouts' calls of a turn (workers/concurrent_tools.py).
     dispatcher: Any = None
@@ -198,6 +227,8 @@ class ToolEnvironment:
         """Keep the event in the episode and hand TRL its result (or raise, so TRL counts a tool failure)."""
         if self.episode is not None:
             self.episode.events.append(event)
+            if event.done and event.observation is not None:
+                self.episode.credit_steps(event.observation)
         if event.error:
             raise ToolFailed(event.error)
         return event.result
@@ -210,7 +241,13 @@ class ToolEnvironment:
         return self._record(run_on_session_loop(self._step_async(tool, arguments)))
 
     def _episode_reward(self) -> float:
-        return self.episode.reward if self.episode is not None else 0.0
+        """The episode's reward by the version's rule: what every record and evaluation of it says."""
+        return self.episode.reward_by(self.reward_rule) if self.episode is not None else 0.0
+
+    def _column_reward(self) -> float | None:
+        """What Trainyard's own reward column gives this episode: nothing (None, which TRL skips) when the
+        environment owns the reward, since its `get_reward` column pays it; else the episode's reward."""
+        return None if self.reward_rule.kind == "environment" else self._episode_reward()
 
     def _close(self) -> None:
         if self._session is not None:
@@ -219,6 +256,11 @@ class ToolEnvironment:
                 run_on_session_loop(session.close(), timeout=5)
             except Exception:  # noqa: S110 - closing a dead socket may fail; nothing is lost
                 pass
+
+
+def _get_reward(self: ToolEnvironment) -> float:
+    """The environment's own reward for the episode just played (TRL calls it once the rollout ends)."""
+    return self._episode_reward()
 
 
 def _tool_method(tool: ToolSpec):
@@ -258,11 +300,13 @@ def tool_env_class(
     reset_columns: list[str] | None = None,
     observation_fields: list[str] | None = None,
     fixed_arguments: dict[str, Any] | None = None,
+    reward_rule: RewardRule | None = None,
 ) -> type[ToolEnvironment]:
     """Build the environment_factory class for one deployment of one environment version.
 
     `fixed_arguments` are a version's fixed action fields: sent with every call of a tool that has them and
-    removed from what the model sees; `observation_fields` narrows what the model reads of an observation."""
+    removed from what the model sees; `observation_fields` narrows what the model reads of an observation;
+    `reward_rule` says how an episode's reward is read (an environment-owned one defines `get_reward`)."""
     specs = tuple(t if isinstance(t, ToolSpec) else ToolSpec.from_dict(t) for t in tools)
     if fixed_arguments:
         specs = tuple(spec.with_fixed(fixed_arguments) for spec in specs)
@@ -282,6 +326,10 @@ def tool_env_class(
         "_slots": itertools.count(),
         "__doc__": f"The {name} environment over OpenEnv's WebSocket protocol.",
     }
+    rule = reward_rule or RewardRule()
+    namespace["reward_rule"] = rule
+    if rule.kind == "environment":
+        namespace["get_reward"] = _get_reward
     for spec in specs:
         namespace[spec.name] = _tool_method(spec)
     class_name = "".join(part.capitalize() for part in name.replace("-", "_").split("_")) + "Env"

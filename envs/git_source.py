@@ -126,3 +126,18 @@ def git_checkout(url: str, commit: str, subdir: str, *, cache_dir: Path) -> Path
         shutil.rmtree(tree_root, ignore_errors=True)
         partial.rename(tree_root)
     return folder
+
+
+def git_repository(url: str, ref: str, *, cache_dir: Path) -> tuple[Path, str]:
+    """This machine's copy of the repository (a bare mirror, fetched now) and the commit `ref` points at: what a
+    catalog of the repository's environments is read from (openenv.discovery reads a git tree, never a checkout)."""
+    commit = git_resolve(url, ref, cache_dir=cache_dir)
+    return _mirror(url, cache_dir), commit
+
+
+def git_tree_id(url: str, commit: str, subdir: str, *, cache_dir: Path) -> str:
+    """The id of a folder's tree at a commit: equal ids mean the same files, whatever else the commit changed."""
+    try:
+        return _git("rev-parse", "--verify", "--quiet", f"{commit}:{subdir.strip('/')}", cwd=_mirror(url, cache_dir))
+    except GitSourceError:
+        return ""

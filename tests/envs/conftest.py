@@ -40,14 +40,14 @@ def fixture_source(name: str, capacity: int = 8) -> EnvSource:
 
 
 @pytest.fixture(scope="module")
-def served(process_provider):
-    """served(slug) starts one built-in server for the module and tears it down (asserting nothing is left)."""
-    deployments = {}
+def module_servers(process_provider):
+    """The servers a module started, by source: all torn down together at its end, asserting nothing is left."""
+    deployments: dict[tuple[str, str], object] = {}
 
-    def serve(slug: str):
-        if slug not in deployments:
-            deployments[slug] = process_provider.provision(builtin_source(slug))
-        return deployments[slug].endpoints[0]
+    def serve(key: tuple[str, str], source: EnvSource) -> str:
+        if key not in deployments:
+            deployments[key] = process_provider.provision(source)
+        return deployments[key].endpoints[0]
 
     yield serve
     for deployment in deployments.values():
@@ -56,15 +56,12 @@ def served(process_provider):
 
 
 @pytest.fixture(scope="module")
-def served_fixture(process_provider):
-    """served_fixture(name) starts one of tests/fixtures/envs for the module and tears it down."""
-    deployments = {}
+def served(module_servers):
+    """served(slug) starts one built-in server for the module (torn down at its end)."""
+    return lambda slug: module_servers(("builtin", slug), builtin_source(slug))
 
-    def serve(name: str) -> str:
-        if name not in deployments:
-            deployments[name] = process_provider.provision(fixture_source(name))
-        return deployments[name].endpoints[0]
 
-    yield serve
-    for deployment in deployments.values():
-        process_provider.teardown(deployment)
+@pytest.fixture(scope="module")
+def served_fixture(module_servers):
+    """served_fixture(name) starts one of tests/fixtures/envs for the module (torn down at its end)."""
+    return lambda name: module_servers(("fixture", name), fixture_source(name))

@@ -4,18 +4,25 @@ Nothing is faked; the GPU is the one boundary we cannot reach, so these run on t
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from tests.webapp.runs.conftest import register_builtin
 from tests.workers.conftest import wait_for
 from tests.workers.test_training_runs import SMALL
+from webapp.catalog.services import environment_create
 from webapp.evals.models import EvalEpisode, EvalStatus, Evaluation
 from webapp.evals.selectors import baseline_to_final
 from webapp.evals.services import evaluation_cancel, evaluation_create
 from webapp.evals.statistics import pass_at_k
 from webapp.runs.models import MetricPoint, Status
+from webapp.runs.panels import panel_layout
+from webapp.runs.selectors import metric_names
 from webapp.runs.services import run_create
 
+RUBRIC = Path(__file__).resolve().parents[1] / "fixtures" / "envs" / "rubric_guess"
 pytestmark = [pytest.mark.slow, pytest.mark.lane_b, pytest.mark.django_db(transaction=True)]
 
 
@@ -80,13 +87,49 @@ def test_pass_at_k_and_avg_at_k_equal_a_direct_computation(acme, alice, tiny_mod
     assert result["success_rate"]["value"] == pytest.approx(pass1), "pass@1 is the success rate of the samples"
 
 
-def test_a_run_with_eval_steps_evaluates_at_the_start_in_between_and_at_the_end(acme, alice, tiny_model, live_worker):
-    version = register_builtin(acme, "guess-number")
+def won(turns: list[dict]) -> bool | None:
+    """What the rubric_guess server said of a game in its last answer (None: the episode never ended a game)."""
+    answers = [t for t in turns if t["role"] == "tool" and t.get("done")]
+    return json.loads(answers[-1]["content"])["metadata"]["won"] if answers else None
+
+
+def test_a_run_on_an_environment_that_owns_its_reward_learns_and_is_evaluated_by_its_rubric(
+    acme, alice, tiny_model, live_worker
+):
+    # rubric_guess: an OpenEnv TrajectoryRubric pays 1.0 for a won game and 0.0 for a lost one, only at the end; its
+    # openenv.yaml declares that the environment owns the reward. Evals at the start, every 2 steps and the end.
+    env = environment_create(team=acme, user=None, name="rubric-guess", source_kind="folder", source_ref=str(RUBRIC))
+    version = env.versions.get()
+    assert version.reward_rule.as_dict() == {"kind": "environment", "field": "reward", "source": "declared"}
     run = run_create(team=acme, user=alice, env_version=version, config={
-        **SMALL, "max_steps": 5, "eval_steps": 2, "eval_seeds": "900-907"})  # fmt: skip
+        **SMALL, "max_steps": 5, "eval_steps": 2, "eval_seeds": "900-907"},
+        trust_override_reason="fixture: trust verdicts are tested elsewhere")  # fmt: skip
     wait_for(lambda: run.refresh_from_db() or run.status in ("succeeded", "failed", "cancelled"), timeout=900,
              what="the run to finish")  # fmt: skip
     assert run.status == Status.SUCCEEDED, run.failure_reason
+    assert run.env_tool_calls > 0
+
+    # The environment's column (TRL names it after the environment class) is recorded every step; Trainyard's own
+    # column gave these rollouts nothing (no reward counted twice), and the step's reward is the environment's.
+    column = dict(MetricPoint.objects.filter(run=run, name="rewards/RubricGuessEnv/mean").values_list("step", "value"))
+    reward = dict(MetricPoint.objects.filter(run=run, name="reward").values_list("step", "value"))
+    assert sorted(column) == [1, 2, 3, 4, 5] and column == pytest.approx(reward)
+    assert not MetricPoint.objects.filter(run=run, name="rewards/environment_reward/mean").exists()
+    episodes = list(run.episodes.all())
+    for step in column:
+        mine = [e.reward for e in episodes if e.step == step]
+        assert column[step] == pytest.approx(sum(mine) / len(mine))
+    # Every recorded game was paid what its rubric said: 1.0 won, 0.0 lost, nothing before the end.
+    judged = [(e.reward, won(e.turns)) for e in episodes if e.has_transcript and won(e.turns) is not None]
+    assert judged and all(r == (1.0 if w else 0.0) for r, w in judged), judged
+    assert any(w for _, w in judged), "a won game pays (a guess within 5 of 1..16 wins more often than not)"
+    for e in episodes:
+        answers = [t for t in e.turns if t["role"] == "tool" and t.get("reward") is not None]
+        assert all(t["reward"] == 0.0 for t in answers if not t.get("done"))
+        assert all("credit" in t for t in answers if won(e.turns) and not t.get("error"))  # the rubric's attribution
+    layout = {p["key"] for section in panel_layout(metric_names(run=run)) for p in section["panels"]}
+    assert "rewards/RubricGuessEnv/mean" in layout, "charted apart"
+
     steps = sorted(MetricPoint.objects.filter(run=run, name="eval/mean_reward").values_list("step", flat=True))
     assert steps == [0, 2, 4, 5], "step 0 (the baseline), every 2 steps, and the end"
     assert MetricPoint.objects.filter(run=run, name="eval/success_rate", step=5).exists()
@@ -98,6 +141,17 @@ def test_a_run_with_eval_steps_evaluates_at_the_start_in_between_and_at_the_end(
     summary = baseline_to_final(run=run)
     assert summary["baseline"].step == 0 and summary["final"].step == 5
     assert summary["difference"]["low"] <= summary["difference"]["value"] <= summary["difference"]["high"]
+
+    # An evaluation of the run's model, apart from training, is paid by the same rubric.
+    later = wait_evaluated(evaluation_create(team=acme, user=alice, model_name=f"run:{run.pk}/final",
+                                             versions=[version], seeds="900-907", k=1, greedy=True, max_turns=4,
+                                             max_tokens=256))  # fmt: skip
+    assert later.status == EvalStatus.SUCCEEDED, later.failure_reason
+    played = [(e.reward, won(e.turns)) for e in later.episodes.all()]
+    assert all(r == (1.0 if w else 0.0) for r, w in played), played
+    assert later.results["rubric-guess"]["mean_reward"]["value"] == pytest.approx(
+        sum(r for r, _ in played) / len(played)
+    )
 
 
 def test_cancel_stops_an_evaluation_and_its_servers(acme, alice, tiny_model, live_worker):

@@ -51,7 +51,8 @@ def evaluation_cancel(request: HttpRequest, evaluation_id: int):
 
 
 class CompareQuery(InputSchema):
-    ids: str = Field(min_length=1, max_length=200, pattern=r"^[0-9]+(,[0-9]+){0,9}$",
+    # 18 digits at most: an id a database can hold (a longer number overflowed PostgreSQL's bigint: a 500).
+    ids: str = Field(min_length=1, max_length=200, pattern=r"^[0-9]{1,18}(,[0-9]{1,18}){0,9}$",
                      description="Up to 10 evaluation ids, comma-separated")  # fmt: skip
 
 

@@ -52,7 +52,11 @@ class VersionOut(Schema):
     tools: list[str]
     capacity: int
     success_threshold: float
-    settings: dict[str, Any] = Field(description="env, fixed, observation_fields, reset_args, requirements")
+    settings: dict[str, Any] = Field(description="env, fixed, observation_fields, reset_args, requirements, reward")
+    reward: dict[str, str] = Field(
+        description="Whose reward a run learns from: kind (sum, final, environment), the "
+        "field it is read from, and its source (default, declared, detected, chosen)"
+    )
     frozen: bool = Field(description="A run used it: its settings can no longer change")
     created_at: datetime
 
@@ -331,7 +335,9 @@ class JobOut(Schema):
 
 
 class VersionSettingsIn(InputSchema):
-    settings: dict[str, Any] = Field(description="env, fixed, observation_fields, reset_args (as the settings page)")
+    settings: dict[str, Any] = Field(
+        description="env, fixed, observation_fields, reset_args, reward (as the settings page)"
+    )
 
 
 class VersionIn(InputSchema):

@@ -15,6 +15,15 @@ def _tags(raw: str) -> list[str]:
     return sorted({t.strip().lower() for t in raw.split(",") if t.strip()})
 
 
+def _reward_initial(rule: dict[str, Any]) -> dict[str, str]:
+    """A user's choice shows as chosen; a rule the version was given (declared, detected) is the blank choice, which
+    keeps it."""
+    if rule.get("source") != "chosen":
+        return {}
+    field = rule.get("field") or "reward"
+    return {"reward": rule.get("kind") or "", "reward_field": "" if field == "reward" else field}
+
+
 class VersionSettingsForm(forms.Form):
     """A version's settings as text fields; `version_settings.settings_clean` checks them against the server."""
 
@@ -36,6 +45,17 @@ class VersionSettingsForm(forms.Form):
         required=False, max_length=2000, label="Dataset columns for reset()",
         help_text="Comma separated. Blank: every column but the prompt.",
     )  # fmt: skip
+    reward = forms.ChoiceField(
+        required=False, label="Reward", initial="",
+        choices=[("", "as the environment says (its openenv.yaml, else what its server shows, else the sum)"),
+                 ("sum", "the sum of step rewards"), ("final", "the final step's reward only"),
+                 ("environment", "the environment's own (its rubric, through get_reward)")],
+        help_text="Whose reward a run learns from. Evaluations use the same.",
+    )  # fmt: skip
+    reward_field = forms.CharField(
+        required=False, max_length=100, label="Reward field",
+        help_text="For the environment's own reward: the observation field its rubric fills (blank: reward).",
+    )  # fmt: skip
     requirements = forms.CharField(
         required=False, max_length=10_000, label="Extra Python packages",
         widget=forms.Textarea(attrs={"rows": 2, "placeholder": "open_spiel>=1.5"}),
@@ -54,6 +74,11 @@ class VersionSettingsForm(forms.Form):
                 "requirements": [
                     line.strip() for line in (data.get("requirements") or "").splitlines() if line.strip()
                 ],
+                "reward": (
+                    {"kind": data.get("reward") or "environment", "field": data["reward_field"].strip()}
+                    if (data.get("reward_field") or "").strip()
+                    else data.get("reward")
+                ),
             }
         except ValidationError as exc:
             for field, errors in exc.message_dict.items():
@@ -69,6 +94,7 @@ class VersionSettingsForm(forms.Form):
             "observation_fields": ", ".join(settings.get("observation_fields") or []),
             "reset_args": ", ".join(settings.get("reset_args") or []),
             "requirements": "\n".join(settings.get("requirements") or []),
+            **_reward_initial(settings.get("reward") or {}),
         }
 
 
@@ -89,7 +115,7 @@ class VersionSourceForm(VersionSettingsForm):
                                   help_text="Sessions a replica may take (declared; measured when added)")  # fmt: skip
 
     field_order = ["source_kind", "source_ref", "git_ref", "git_subdir", "label", "capacity", "env", "fixed",
-                   "observation_fields", "reset_args", "requirements"]  # fmt: skip
+                   "observation_fields", "reset_args", "reward", "reward_field", "requirements"]  # fmt: skip
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
@@ -172,3 +198,29 @@ class ActionForm(forms.Form):
 
 def action_preview(action: dict[str, Any]) -> str:
     return json.dumps(action, indent=2)
+
+
+class CatalogImportForm(forms.Form):
+    """Environments from an OpenEnv catalog: a git repository (its `root` holds one folder per environment) whose
+    cards are read with OpenEnv's own `openenv.discovery`; every card, or the ones named."""
+
+    catalog = forms.CharField(max_length=500, label="Catalog",
+                              help_text="A git repository URL (https://…, file://…) or a folder on the web host that "
+                                        "is a git repository.")  # fmt: skip
+    ref = forms.CharField(required=False, max_length=200, label="Git ref", help_text="Blank: the default branch.")
+    root = forms.CharField(required=False, max_length=300, initial="envs", label="Folder of environments",
+                           help_text="Its sub-folders with an openenv.yaml are the environments.")  # fmt: skip
+    only = forms.CharField(required=False, max_length=2000, label="Only these",
+                           help_text="Comma separated card or folder names. Blank: every card.")  # fmt: skip
+
+    def clean_catalog(self) -> str:
+        value = self.cleaned_data["catalog"].strip()
+        if value.startswith("-"):
+            raise ValidationError("A catalog is a repository URL or a folder.")
+        return value
+
+    def job_params(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        only = [n.strip() for n in (data.get("only") or "").split(",") if n.strip()]
+        return {"catalog": data["catalog"], "ref": (data.get("ref") or "").strip(),
+                "root": (data.get("root") or "").strip() or "envs", "only": only}  # fmt: skip

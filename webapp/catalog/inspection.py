@@ -17,6 +17,7 @@ from envs.git_source import GitSourceError, git_resolve
 from envs.measure import CapacityMeasure, measure_capacity, measure_seeding
 from envs.providers import ProvisionError
 from envs.providers.base import content_hash
+from envs.rewards import RewardRuleError, declared_rule
 from webapp.catalog.deployments import (
     default_provider_kind,
     provider_get,
@@ -147,8 +148,16 @@ def version_inspect(
         progress("reading its schema and tools")
         discovered = discover(endpoint)
         if folder is not None and (folder / "openenv.yaml").exists():
-            # OpenEnv's /metadata has no field for it: an environment declares randomness in its manifest.
-            discovered.metadata["stochastic"] = declares_randomness(read_manifest(folder))
+            # OpenEnv's /metadata has no field for these: an environment declares randomness and its reward in its
+            # manifest.
+            manifest = read_manifest(folder)
+            discovered.metadata["stochastic"] = declares_randomness(manifest)
+            try:
+                declared = declared_rule(manifest)
+            except RewardRuleError as exc:
+                raise ValidationError({"source_ref": f"openenv.yaml's reward: {exc}."}) from exc
+            if declared is not None:
+                discovered.metadata["reward"] = declared.as_dict()
         progress("measuring its capacity")
         measured = measure_capacity(endpoint, bound=min(capacity, settings.TRAINYARD_CAPACITY_PROBE_LIMIT),
                                     timeout=timeout)  # fmt: skip

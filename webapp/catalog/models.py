@@ -6,6 +6,7 @@ from django.conf import settings as django_settings
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from envs.rewards import RewardRule
 from webapp.accounts.models import Team
 
 
@@ -31,6 +32,41 @@ class Seeding(models.TextChoices):
     UNKNOWN = "unknown", "not measured"
 
 
+class CatalogSource(models.Model):
+    """A git repository (or a snapshot JSON) whose OpenEnv catalog cards a team took environments from: read again
+    to check for updates, compared with OpenEnv's `compare_catalogs`, exported as a snapshot (envs/catalog_cards.py).
+
+    `snapshot` is the read the team's environments were last taken from; `fetch_url` is the repository Trainyard
+    fetches (the cards may name it by another identity, `repository_uri`)."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="catalog_sources")
+    fetch_url = models.CharField(max_length=500, help_text="The git repository Trainyard fetches the folders from")
+    ref = models.CharField(max_length=200, blank=True, help_text="The branch or tag read (blank: the default branch)")
+    root = models.CharField(max_length=300, default="envs", help_text="The folder whose sub-folders are environments")
+    repository_uri = models.CharField(max_length=500, help_text="The GitHub identity the cards name the repository by")
+    stand_in_identity = models.BooleanField(default=False, help_text="The identity is a stand-in: not on GitHub")
+    publisher = models.CharField(max_length=253, default="trainyard.local")
+    from_snapshot = models.BooleanField(default=False, help_text="Read from a snapshot JSON rather than the repository")
+    snapshot = models.JSONField(default=dict, help_text="OpenEnv's catalog snapshot, as last taken from")
+    read_at = models.DateTimeField(null=True, blank=True)
+    last_check = models.JSONField(default=dict, blank=True, help_text="The last check for updates: OpenEnv's "
+                                  "comparison, and what it offered")  # fmt: skip
+    created_by = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.fetch_url} ({self.root})"
+
+    @property
+    def revision(self) -> str:
+        return ((self.snapshot or {}).get("source") or {}).get("revision", "")
+
+
 class Environment(models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="environments")
     name = models.CharField(max_length=100)
@@ -41,6 +77,9 @@ class Environment(models.Model):
     created_by = models.ForeignKey(
         django_settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
+    catalog_source = models.ForeignKey(CatalogSource, null=True, blank=True, on_delete=models.SET_NULL,
+                                       related_name="environments")  # fmt: skip
+    catalog_path = models.CharField(max_length=300, blank=True, help_text="Its folder in the catalog's repository")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -64,7 +103,9 @@ PINNED_FIELDS = ("source_kind", "source_ref", "pinned_ref", "tools", "action_sch
 #   observation_fields: [field, ...] the model reads (absent: every declared field and metadata)
 #   reset_args:         [column, ...] dataset columns that reach reset() (absent: every column but the prompt)
 #   requirements:       [PyPI requirement, ...] installed beside what the folder declares (open_spiel for pyspiel)
-SETTING_KEYS = ("env", "fixed", "observation_fields", "reset_args", "requirements")
+#   reward:             {kind: sum|final|environment, field, source} whose reward a run learns from (envs/rewards.py;
+#                       absent: the sum of step rewards)
+SETTING_KEYS = ("env", "fixed", "observation_fields", "reset_args", "requirements", "reward")
 
 
 class EnvironmentVersion(models.Model):
@@ -94,6 +135,7 @@ class EnvironmentVersion(models.Model):
     observation_schema = models.JSONField(default=dict)
     state_schema = models.JSONField(default=dict)
     server_metadata = models.JSONField(default=dict)
+    catalog_card = models.JSONField(default=dict, blank=True, help_text="OpenEnv's card it was added from, if any")
     # What the server sustained under concurrent sessions (envs.trust.load_profile): measured_at, provider, levels.
     load_profile = models.JSONField(default=dict, blank=True)
     contract_hash = models.CharField(
@@ -146,6 +188,11 @@ class EnvironmentVersion(models.Model):
     @property
     def fixed_fields(self) -> dict:
         return dict(self.settings.get("fixed") or {})
+
+    @property
+    def reward_rule(self) -> RewardRule:
+        """Whose reward a run on this version learns from, and where that was decided (envs/rewards.py)."""
+        return RewardRule.from_dict(self.settings.get("reward"))
 
 
 class TrustReport(models.Model):

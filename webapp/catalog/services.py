@@ -18,6 +18,7 @@ from envs.contract import contract_hash, contract_of
 from envs.mcp_tools import mcp_result
 from envs.providers import ProvisionError
 from envs.providers.base import content_hash
+from envs.rewards import RewardRule, detected_rule
 from envs.session import EnvError, EnvSession, SessionBroken
 from envs.tools import ToolSpec
 from webapp.accounts.models import Role, Team
@@ -128,6 +129,12 @@ def _inspect_with_settings(
                              observation_schema=inspection.discovered.observation_schema)  # fmt: skip
     if inspection.capacity is not None and inspection.capacity.accepted == 0:
         raise ValidationError({"source_ref": f"The server refused its first session: {inspection.capacity.note}"})
+    if "reward" not in cleaned:  # no user's choice: what the manifest declares, else what the server shows
+        discovered = inspection.discovered
+        declared = discovered.metadata.get("reward")
+        rule = RewardRule.from_dict(declared) if declared else detected_rule(discovered.observation_schema)
+        if rule is not None:
+            cleaned["reward"] = rule.as_dict()
     return inspection, cleaned
 
 
@@ -178,6 +185,9 @@ def version_settings_update(*, version: EnvironmentVersion, user, settings: dict
     if version.is_frozen:
         raise ValidationError({"settings": f"{version} is used by a run: its settings are frozen. Add a new version "
                                f"with the settings you want."})  # fmt: skip
+    kept = version.settings.get("reward") or {}
+    if not (settings or {}).get("reward") and kept.get("source") in ("declared", "detected"):
+        settings = {**settings, "reward": kept}  # what the environment said stays unless a user chooses otherwise
     version.settings = settings_clean(settings, tools=version.tools, observation_schema=version.observation_schema)
     version.save(update_fields=["settings"])
     return version

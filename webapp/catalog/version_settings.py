@@ -11,6 +11,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from packaging.requirements import InvalidRequirement, Requirement
 
+from envs.rewards import SOURCES, RewardRuleError, reward_rule_check
 from webapp.catalog.models import SETTING_KEYS
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}")
@@ -118,6 +119,20 @@ def settings_clean(raw: dict[str, Any] | None, *, tools: list[dict], observation
         else:
             if requirements:
                 out["requirements"] = [str(line).strip() for line in requirements]
+
+    reward = raw.get("reward")
+    if reward not in (None, "", {}):
+        # A rule the version was given when it was added (declared, detected) keeps its source; a user's is "chosen".
+        source = reward.get("source") if isinstance(reward, dict) and reward.get("source") in SOURCES else "chosen"
+        fields = set((observation_schema or {}).get("properties", {})) if observation_schema else None
+        try:
+            rule = reward_rule_check({k: v for k, v in reward.items() if k != "source"} if isinstance(reward, dict)
+                                     else reward, observation_fields=fields, source=source)  # fmt: skip
+        except RewardRuleError as exc:
+            errors["reward"] = f"{str(exc)[:1].upper()}{str(exc)[1:]}."
+        else:
+            if rule.kind != "sum" or rule.source != "default":
+                out["reward"] = rule.as_dict()
 
     reset_args = names_parse(raw.get("reset_args"))
     if reset_args is not None:

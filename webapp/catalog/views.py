@@ -4,18 +4,28 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from envs.catalog_cards import snapshot_json
 from webapp.accounts.models import Role
-from webapp.accounts.selectors import membership_get, membership_require, team_scope
+from webapp.accounts.selectors import membership_get, membership_require, team_list_for_user, team_scope
 from webapp.catalog import selectors, services
-from webapp.catalog.forms import ActionForm, EnvironmentCreateForm, VersionSettingsForm, VersionSourceForm
+from webapp.catalog.catalog_import import catalog_export
+from webapp.catalog.forms import (
+    ActionForm,
+    CatalogImportForm,
+    EnvironmentCreateForm,
+    VersionSettingsForm,
+    VersionSourceForm,
+)
 from webapp.catalog.models import Environment, EnvironmentVersion
 from webapp.catalog.trust import trust_check_request
-from webapp.core.query_params import text_param
+from webapp.core.query_params import int_param, text_param
+from webapp.jobs.models import Job
+from webapp.jobs.services import job_create
 
 
 def _environment_or_404(request: HttpRequest, pk: int) -> Environment:
@@ -114,7 +124,7 @@ def environment_create(request: HttpRequest) -> HttpResponse:
         raise Http404("You are in no team")
     membership_require(user=request.user, team=request.team, role=Role.MEMBER)
     form = EnvironmentCreateForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
+    if request.method == "POST" and form.is_valid():  # (the catalog form posts to catalog_import_start)
         try:
             environment = services.environment_create(team=request.team, user=request.user, **form.service_arguments())
         except ValidationError as exc:
@@ -122,7 +132,8 @@ def environment_create(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Added {environment.name} {form.cleaned_data['label']}.")
             return redirect("catalog:environment-detail", pk=environment.pk)
-    return render(request, "catalog/environment_form.html", {"form": form}, status=400 if form.errors else 200)
+    return render(request, "catalog/environment_form.html", {"form": form, "catalog_form": CatalogImportForm()},
+                  status=400 if form.errors else 200)  # fmt: skip
 
 
 @login_required
@@ -203,3 +214,77 @@ def version_trust_check(request: HttpRequest, pk: int, version_pk: int) -> HttpR
     trust_check_request(version=version)
     messages.success(request, f"Trust checks of {version} queued.")
     return redirect("catalog:environment-detail", pk=pk)
+
+
+@login_required
+@require_POST
+def catalog_import_start(request: HttpRequest) -> HttpResponse:
+    """Every card (or the chosen ones) of an OpenEnv catalog, added by a worker: a job whose page shows each card's
+    phase, then the catalog."""
+    if request.team is None:
+        raise Http404("You are in no team")
+    membership_require(user=request.user, team=request.team, role=Role.MEMBER)
+    form = CatalogImportForm(request.POST)
+    if not form.is_valid():
+        return render(request, "catalog/environment_form.html", {"form": EnvironmentCreateForm(),
+                      "catalog_form": form}, status=400)  # fmt: skip
+    job = job_create(team=request.team, user=request.user, kind=Job.Kind.CATALOG_IMPORT,
+                     params={**form.job_params(), "back": reverse("catalog:environment-create")})  # fmt: skip
+    return redirect(job.get_absolute_url())
+
+
+def _catalog_source_or_404(request: HttpRequest, pk: int):
+    environment = _environment_or_404(request, pk)
+    membership_require(user=request.user, team=environment.team, role=Role.MEMBER)
+    if environment.catalog_source is None:
+        raise Http404("This environment was not taken from a catalog")
+    return environment, environment.catalog_source
+
+
+@login_required
+@require_POST
+def catalog_check(request: HttpRequest, pk: int) -> HttpResponse:
+    """Read the environment's catalog again (a worker's job) and keep OpenEnv's comparison for its page."""
+    environment, source = _catalog_source_or_404(request, pk)
+    back = reverse("catalog:environment-detail", args=[environment.pk]) + "#catalog"
+    job = job_create(team=environment.team, user=request.user, kind=Job.Kind.CATALOG_IMPORT,
+                     params={"source": source.pk, "check": True, "back": back})  # fmt: skip
+    return redirect(job.get_absolute_url())
+
+
+@login_required
+@require_POST
+def catalog_update(request: HttpRequest, pk: int) -> HttpResponse:
+    """Add what the last check offered: new versions of changed folders, and cards the team has not taken."""
+    environment, source = _catalog_source_or_404(request, pk)
+    offered = [row["name"] for row in (source.last_check or {}).get("changes", []) if row.get("offer")]
+    if not offered:
+        messages.error(request, "The last check offered nothing to add; check for updates first.")
+        return redirect("catalog:environment-detail", pk=environment.pk)
+    back = reverse("catalog:environment-detail", args=[environment.pk]) + "#catalog"
+    job = job_create(team=environment.team, user=request.user, kind=Job.Kind.CATALOG_IMPORT,
+                     params={"source": source.pk, "only": offered, "back": back})  # fmt: skip
+    return redirect(job.get_absolute_url())
+
+
+@login_required
+def catalog_json(request: HttpRequest) -> HttpResponse:
+    """The team's catalog-imported environments as an OpenEnv catalog snapshot (its loader and schema accept it).
+    `?team=SLUG` (default: the reader's first team with one), `?source=ID` (default: the latest source)."""
+    teams = team_list_for_user(user=request.user)
+    slug = text_param(request.GET, "team", most=100)
+    source_id = int_param(request.GET, "source", lo=1, hi=2**62) if request.GET.get("source") else None
+    candidates = teams.filter(slug=slug) if slug else teams
+    team = next((t for t in candidates if t.catalog_sources.filter(environments__isnull=False).exists()), None)
+    if team is None:
+        return JsonResponse({"error": "No team of yours has environments taken from a catalog."}, status=404)
+    source = team.catalog_sources.filter(pk=source_id).first() if source_id else None
+    if source_id and source is None:
+        return JsonResponse({"error": f"{team.name} has no catalog source {source_id}."}, status=404)
+    try:
+        snapshot = catalog_export(team=team, source=source)
+    except ValidationError as exc:
+        return JsonResponse({"error": " ".join(exc.messages)}, status=404)
+    response = JsonResponse(snapshot_json(snapshot), json_dumps_params={"indent": 2, "sort_keys": True})
+    response["Content-Disposition"] = f'inline; filename="{team.slug}-catalog.json"'
+    return response

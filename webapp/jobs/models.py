@@ -16,6 +16,7 @@ class Job(models.Model):
         TESTDRIVE = "testdrive", "Test drive"
         ENV_ADD = "env_add", "Add an environment"
         VERSION_ADD = "version_add", "Add a version"
+        CATALOG_IMPORT = "catalog_import", "Add environments from a catalog"
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"

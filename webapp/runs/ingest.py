@@ -122,6 +122,8 @@ def episode_turns(completion: list[dict[str, Any]], log: EpisodeLog | None) -> l
             if events and events[0].tool == message.get("name"):
                 event = events.pop(0)
                 turn.update(reward=event.reward, done=event.done, error=event.error, seconds=round(event.seconds, 4))
+                if getattr(event, "credit", None) is not None:  # the rubric's credit for this step, as sent
+                    turn["credit"] = event.credit
                 # When it began, in seconds after the episode's reset (a training run's dispatcher stamps both).
                 at, origin = getattr(event, "at", None), getattr(log, "started_at", None)
                 if at is not None and origin is not None:

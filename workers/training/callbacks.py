@@ -21,8 +21,11 @@ def run_reward_and_callback(run, stop: threading.Event, phase=None):
     episodes = EpisodeRecorder(run, group_size=run.config["num_generations"], rank=rank())
 
     def environment_reward(prompts, completions, environments, trainer_state=None, **kwargs) -> list[float]:
-        """The reward is what the environment paid, summed over the episode's steps; never the model's text."""
+        """The reward is what the environment paid, by its version's rule (summed, final, or its own); never the
+        model's text. An environment that owns its reward is paid through its `get_reward` column: this column gives
+        its rollouts None (TRL skips it), while every episode is recorded with the reward it earned."""
         rewards = [env._episode_reward() for env in environments]
+        column = [env._column_reward() for env in environments]
         keys = kwargs.get("environment")  # a mixed run's routing column: each rollout's environment
         if phase is not None and phase.recorder is not None:
             phase.recorder.record(
@@ -33,7 +36,7 @@ def run_reward_and_callback(run, stop: threading.Event, phase=None):
                 environment_keys=keys,
                 completion_ids=kwargs.get("completion_ids"),
             )
-            return rewards
+            return column
         step = (trainer_state.global_step if trainer_state is not None else 0) + 1
         episodes.record(step=step, prompts=prompts, completions=completions, environments=environments,
                         rewards=rewards, environment_keys=keys)  # fmt: skip
@@ -44,7 +47,7 @@ def run_reward_and_callback(run, stop: threading.Event, phase=None):
             for key in sorted(set(keys or [])):  # and what each environment paid
                 mine = [r for r, k in zip(rewards, keys, strict=True) if k == key]
                 log_metric(f"reward/{key}", sum(mine) / len(mine))
-        return rewards
+        return column
 
     class Record(TrainerCallback):
         def on_log(self, args, state, control, logs=None, **kwargs):

@@ -81,7 +81,8 @@ def evaluate(evaluation) -> dict[str, Any]:
     recorder = EvalEpisodeRecorder(evaluation)
 
     def environment_reward(prompts, completions, environments, **kwargs) -> list[float]:
-        """What the environment paid, summed over the episode's steps; recorded with the whole episode."""
+        """What the environment paid by its version's rule, as in training; recorded with the whole episode (an
+        environment that owns its reward is paid through its own `get_reward` column, as in training)."""
         rewards = [env._episode_reward() for env in environments]
         recorder.record(
             prompts=prompts,
@@ -91,7 +92,7 @@ def evaluate(evaluation) -> dict[str, Any]:
             environment_keys=kwargs.get("environment"),
             completion_ids=kwargs.get("completion_ids"),
         )
-        return rewards
+        return [env._column_reward() for env in environments]
 
     trainer_class = evaluating_trainer(concurrent_tools_trainer(), greedy=evaluation.greedy, begin=lambda t: None,
                                        end=lambda t: None)  # fmt: skip

@@ -92,11 +92,48 @@ def version_add_job(job: Job, progress: Progress) -> dict[str, Any]:
             "url": reverse("catalog:environment-detail", args=[environment.pk])}  # fmt: skip
 
 
+def catalog_import_job(job: Job, progress: Progress) -> dict[str, Any]:
+    """Environments from an OpenEnv catalog (a git repository read, then each chosen card fetched, started and
+    described: minutes), or a check of a catalog source for updates (`check`: a fetch and OpenEnv's comparison,
+    kept on the source for its environments' pages)."""
+    from django.utils import timezone
+
+    from webapp.catalog.catalog_import import catalog_import, catalog_read, catalog_updates
+    from webapp.catalog.models import CatalogSource
+
+    p = dict(job.params)
+    if p.get("source"):
+        source = CatalogSource.objects.filter(pk=p["source"], team=job.team).first()
+        if source is None:
+            raise ValidationError({"catalog": "that catalog source no longer exists or is no longer the team's"})
+        back = p.get("back") or reverse("catalog:environment-list")
+        if p.get("check"):
+            progress("reading the catalog again", 0.2)
+            check = catalog_updates(source=source, user=job.created_by)
+            source.last_check = {**check.as_dict(), "checked_at": timezone.now().isoformat()}
+            source.save(update_fields=["last_check"])
+            return {**check.as_dict(), "url": back}
+        progress("reading the catalog", 0.05)
+        read = catalog_read(source=source.fetch_url, ref=source.ref, root=source.root, publisher=source.publisher,
+                            repository_uri="" if source.stand_in_identity else source.repository_uri)  # fmt: skip
+    else:
+        progress("reading the catalog", 0.05)
+        read = catalog_read(source=p.get("catalog", ""), ref=p.get("ref", ""), root=p.get("root") or "envs")
+        back = reverse("catalog:environment-list")
+    outcomes = catalog_import(team=job.team, user=job.created_by, read=read, only=p.get("only") or None,
+                              progress=progress)  # fmt: skip
+    failed = [o for o in outcomes if o.status == "failed"]
+    if failed and len(failed) == len(outcomes):
+        raise ValidationError({"catalog": [f"{o.name}: {o.error}" for o in failed]})
+    return {"environments": [o.as_dict() for o in outcomes], "url": back}
+
+
 KINDS: dict[str, Callable[[Job, Progress], dict[str, Any]]] = {
     Job.Kind.RUN_CREATE: run_create_job,
     Job.Kind.TESTDRIVE: testdrive_job,
     Job.Kind.ENV_ADD: env_add_job,
     Job.Kind.VERSION_ADD: version_add_job,
+    Job.Kind.CATALOG_IMPORT: catalog_import_job,
 }
 
 

@@ -240,3 +240,34 @@ def test_trust_checks_use_the_real_mcp_tools(acme):
     by_name = {r["name"]: r for r in report.results}
     assert by_name["reward_integrity"]["status"] == "passed", by_name["reward_integrity"]
     assert by_name["seed_determinism"]["status"] == "passed", by_name["seed_determinism"]
+
+
+def test_the_reward_a_version_uses_is_declared_chosen_or_the_sum_and_its_page_says_why(acme, alice, client_for):
+    rubric = add(acme, "rubric_guess")  # its openenv.yaml: `reward: {kind: environment}`
+    assert rubric.reward_rule.as_dict() == {"kind": "environment", "field": "reward", "source": "declared"}
+    plain = add(acme, "metadata_maze")
+    assert plain.reward_rule.kind == "sum" and "reward" not in plain.settings
+    final = add(acme, "rubric_guess", slug="rubric-final", settings={"reward": "final"})
+    assert final.reward_rule.as_dict() == {"kind": "final", "field": "reward", "source": "chosen"}
+    with pytest.raises(ValidationError) as refused:
+        add(acme, "rubric_guess", slug="rubric-bad", settings={"reward": {"kind": "environment", "field": "score"}})
+    assert "'score' is not an observation field" in refused.value.message_dict["reward"][0]
+
+    page = client_for(alice).get(f"/envs/{rubric.environment.pk}/").content.decode()
+    assert "the environment&#x27;s own reward (its rubric)" in page and "declared in its openenv.yaml" in page
+    # Saving other settings keeps what the environment declared; a user's choice replaces it.
+    url = f"/envs/{rubric.environment.pk}/versions/{rubric.pk}/settings/"
+    client_for(alice).post(url, {"observation_fields": "message, hint"})
+    rubric.refresh_from_db()
+    assert rubric.reward_rule.source == "declared" and rubric.settings["observation_fields"] == ["message", "hint"]
+    client_for(alice).post(url, {"reward": "sum"})
+    rubric.refresh_from_db()
+    assert rubric.reward_rule.as_dict() == {"kind": "sum", "field": "reward", "source": "chosen"}
+    client_for(alice).post(url, {"reward": "environment", "reward_field": "guesses_left"})
+    rubric.refresh_from_db()
+    assert rubric.reward_rule.as_dict() == {"kind": "environment", "field": "guesses_left", "source": "chosen"}
+
+    out = StringIO()
+    call_command("env", "add", "--folder", str(FIXTURE_ENVS / "rubric_guess"), "--slug", "rubric-cli",
+                 "--reward", "final", "--json", stdout=out)  # fmt: skip
+    assert json.loads(out.getvalue())["version"]["reward"] == {"kind": "final", "field": "reward", "source": "chosen"}

@@ -227,7 +227,8 @@
         const calls = (t.tool_calls || []).map((c) => `<div class="turn assistant">→ <code>${esc(c.name)}(${esc(JSON.stringify(c.arguments))})</code></div>`).join("");
         return (t.content ? `<div class="turn assistant">${esc(t.content)}</div>` : "") + calls;
       }
-      const reward = t.reward != null ? ` <span class="muted">[reward ${t.reward}]</span>` : "";
+      const credit = t.credit != null ? ` · the rubric's credit ${t.credit}` : "";
+      const reward = t.reward != null ? ` <span class="muted">[reward ${t.reward}${credit}]</span>` : "";
       const err = t.error ? ` <span class="err">${esc(t.error)}</span>` : "";
       return `<div class="turn tool">← ${esc(t.content)}${reward}${err}</div>`;
     }).join("");

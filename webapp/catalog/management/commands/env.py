@@ -2,7 +2,10 @@
 
 `manage.py env list --json`
 `manage.py env add --folder PATH | --git URL [--ref REF] [--subdir DIR] | --image NAME | --url URL [--name N]
-    [--env KEY=VALUE ...] [--fixed FIELD=JSON ...] --json`
+    [--env KEY=VALUE ...] [--fixed FIELD=JSON ...] [--reward sum|final|environment [--reward-field F]] --json`
+`manage.py env add --catalog REPO|SNAPSHOT.json [--ref REF] [--root envs] [--only NAME,…] --json`
+`manage.py env catalog REPO|SNAPSHOT.json [--search WORDS] --json`; `manage.py env updates SLUG [--add] --json`
+`manage.py env export [--source ID] [--out FILE]`: OpenEnv catalog cards in and out (webapp/catalog/catalog_import.py)
 `manage.py env testdrive SLUG [--version V] [--tool T --arguments JSON | --action JSON] --provider process|docker`
 """
 
@@ -37,6 +40,7 @@ def _version_dict(v: EnvironmentVersion) -> dict:
         "seeding": v.seeding,
         "mcp": v.mcp,
         "settings": v.settings,
+        "reward": v.reward_rule.as_dict(),
         "dependencies": v.dependencies,
         "tools": v.tools,
         "frozen": v.is_frozen,
@@ -82,6 +86,9 @@ class Command(BaseCommand):
         source.add_argument("--image", help="a Docker image")
         source.add_argument("--url", help="a running server's URL")
         source.add_argument("--builtin", help="a built-in environment's name")
+        source.add_argument("--catalog", metavar="SOURCE",
+                            help="every environment card of a git repository (URL or folder; --root, default envs/) "
+                                 "or of an OpenEnv catalog snapshot JSON; --only NAME,… to choose")  # fmt: skip
         add.add_argument("--ref", default="", help="git branch, tag or commit (default: the default branch)")
         add.add_argument("--subdir", default="", help="the environment's folder in the repository (envs/echo_env)")
         add.add_argument("--name", help="the environment's name (default: the folder's name)")
@@ -96,8 +103,41 @@ class Command(BaseCommand):
                          help="an extra PyPI package for the server, beside what its folder declares")  # fmt: skip
         add.add_argument("--observation-fields", help="comma separated fields the model reads")
         add.add_argument("--reset-args", help="comma separated dataset columns that reach reset()")
+        add.add_argument(
+            "--reward",
+            choices=["sum", "final", "environment"],
+            help="whose reward a run learns from (default: what openenv.yaml declares, else the sum)",
+        )
+        add.add_argument("--reward-field", help="the observation field an environment-owned reward is read from")
+        add.add_argument("--root", default="envs", help="with --catalog: the folder whose sub-folders are environments")
+        add.add_argument("--only", help="with --catalog: comma separated card (or folder) names to add")
+        add.add_argument("--publisher", default="trainyard.local", help="with --catalog: the cards' publisher (DNS)")
+        add.add_argument("--repository-uri", default="",
+                         help="with --catalog: the GitHub identity the cards name the repository by (default: its "
+                              "URL if on GitHub, else a stand-in https://github.com/local/NAME.git)")  # fmt: skip
+        add.add_argument(
+            "--fetch-from",
+            default="",
+            help="with a snapshot: fetch the folders from this repository (a mirror) instead",
+        )
         add.add_argument("--shared", action="store_true", help="share with every team")
         add.add_argument("--json", action="store_true")
+        cards = sub.add_parser("catalog", help="list (and search) the environment cards of a catalog, adding nothing")
+        cards.add_argument("source", help="a git repository (URL or folder) or a catalog snapshot JSON")
+        cards.add_argument("--ref", default="")
+        cards.add_argument("--root", default="envs")
+        cards.add_argument("--search", default="", help="words matched against names, descriptions, tags and tools")
+        cards.add_argument("--repository-uri", default="", help="the GitHub identity the cards name the repository by")
+        cards.add_argument("--json", action="store_true")
+        updates = sub.add_parser("updates", help="check a catalog-imported environment's source for updates")
+        updates.add_argument("slug", help="an environment taken from a catalog")
+        updates.add_argument("--team", help="team slug, when several teams use the same environment slug")
+        updates.add_argument("--add", action="store_true", help="add what is offered: new versions, new cards")
+        updates.add_argument("--json", action="store_true")
+        export = sub.add_parser("export", help="the team's catalog-imported environments as an OpenEnv snapshot JSON")
+        export.add_argument("--team", help="team slug (default: the only team)")
+        export.add_argument("--source", type=int, help="the catalog source's id (default: the latest)")
+        export.add_argument("--out", help="write to this file (default: standard output)")
         drive = sub.add_parser("testdrive", help="provision a version, reset, take one step, tear down")
         drive.add_argument("slug")
         drive.add_argument("--version", help="version label (default: the latest)")
@@ -113,8 +153,117 @@ class Command(BaseCommand):
         if options["action"] == "list":
             return self.list(options)
         if options["action"] == "add":
-            return self.add(options)
+            return self.catalog_add(options) if options.get("catalog") else self.add(options)
+        if options["action"] == "catalog":
+            return self.catalog(options)
+        if options["action"] == "updates":
+            return self.updates(options)
+        if options["action"] == "export":
+            return self.export(options)
         return self.testdrive(options)
+
+    def catalog_add(self, options) -> None:
+        from tqdm import tqdm
+
+        from webapp.catalog.catalog_import import catalog_import, catalog_read
+
+        team = team_resolve(options.get("team"))
+        bar = tqdm(total=100, unit="%", file=sys.stderr, disable=options["json"] and not sys.stderr.isatty())
+
+        def progress(message: str, fraction: float) -> None:
+            bar.set_postfix_str(message[:60])
+            bar.update(max(0, round(100 * fraction) - bar.n))
+
+        try:
+            progress("reading the catalog", 0.0)
+            read = catalog_read(source=options["catalog"], ref=options["ref"], root=options["root"],
+                                publisher=options["publisher"], repository_uri=options["repository_uri"],
+                                fetch_from=options["fetch_from"])  # fmt: skip
+            outcomes = catalog_import(team=team, user=None, read=read, only=names_parse(options.get("only")),
+                                      progress=progress)  # fmt: skip
+        except ValidationError as exc:
+            raise CommandError(validation_text(exc)) from exc
+        finally:
+            bar.close()
+        added = [o.as_dict() for o in outcomes if o.status in ("added", "new_version")]
+        failed = [o.as_dict() for o in outcomes if o.status == "failed"]
+        result = {"environments": added, "unchanged": [o.as_dict() for o in outcomes if o.status == "unchanged"],
+                  "failed": failed, "catalog": read.as_dict()}  # fmt: skip
+        if options["json"]:
+            self.stdout.write(json.dumps(result, indent=2, default=str))
+        else:
+            for outcome in outcomes:
+                where = f"{outcome.slug}@{outcome.version}" if outcome.slug else outcome.error
+                self.stdout.write(f"{outcome.status:<12} {outcome.name:<24} {outcome.path:<28} {where}")
+        if failed and not added:
+            raise CommandError(f"no card could be added ({failed[0]['name']}: {failed[0]['error']})")
+
+    def catalog(self, options) -> None:
+        from envs.catalog_cards import card_summary, catalog_search
+        from webapp.catalog.catalog_import import catalog_read
+
+        try:
+            read = catalog_read(source=options["source"], ref=options["ref"], root=options["root"],
+                                repository_uri=options["repository_uri"])  # fmt: skip
+            cards = catalog_search(read.snapshot, options["search"])
+        except ValidationError as exc:
+            raise CommandError(validation_text(exc)) from exc
+        except ValueError as exc:  # OpenEnv's search refuses what it cannot search (an overlong query)
+            raise CommandError(str(exc)) from exc
+        if options["json"]:
+            self.stdout.write(json.dumps({**read.as_dict(), "cards": [card_summary(c) for c in cards]}, indent=2))
+            return
+        for card in cards:
+            self.stdout.write(f"{card.display_name:<24} {card.data.license:<14} {card.data.source.path:<28} "
+                              f"{', '.join(card.tags)}")  # fmt: skip
+        for issue in read.issues:
+            self.stdout.write(f"left out: {issue['path']}: {issue['message']}")
+
+    def updates(self, options) -> None:
+        from webapp.catalog.catalog_import import catalog_import, catalog_updates
+
+        environment = environment_resolve(options["slug"], options.get("team"))
+        if environment.catalog_source is None:
+            raise CommandError(f"{environment.slug} was not taken from a catalog (env add --catalog)")
+        try:
+            check = catalog_updates(source=environment.catalog_source, user=None)
+            result = check.as_dict()
+            offered = [row.path for row in check.rows if row.offer]
+            if options["add"] and offered:
+                chosen = [c.display_name for c in check.read.cards if c.data.source.path in offered]
+                outcomes = catalog_import(team=environment.team, user=None, read=check.read, only=chosen)
+                result["added"] = [o.as_dict() for o in outcomes]
+        except ValidationError as exc:
+            raise CommandError(validation_text(exc)) from exc
+        if options["json"]:
+            self.stdout.write(json.dumps(result, indent=2, default=str))
+            return
+        for row in check.rows:
+            changed = {True: "files changed", False: "same files", None: "not taken"}[row.files_changed]
+            self.stdout.write(f"{row.kind:<11} {row.name:<24} {row.path:<28} {changed:<14} {row.offer}")
+
+    def export(self, options) -> None:
+        from envs.catalog_cards import snapshot_json
+        from webapp.catalog.catalog_import import catalog_export
+        from webapp.catalog.models import CatalogSource
+
+        team = team_resolve(options.get("team"))
+        source = None
+        if options.get("source"):
+            source = CatalogSource.objects.filter(pk=options["source"], team=team).first()
+            if source is None:
+                raise CommandError(f"{team.slug} has no catalog source {options['source']}")
+        try:
+            snapshot = catalog_export(team=team, source=source)
+        except ValidationError as exc:
+            raise CommandError(validation_text(exc)) from exc
+        text = json.dumps(snapshot_json(snapshot), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        if options.get("out"):
+            from pathlib import Path
+
+            Path(options["out"]).write_text(text)
+        else:
+            self.stdout.write(text, ending="")
 
     def add(self, options) -> None:
         from tqdm import tqdm
@@ -128,6 +277,11 @@ class Command(BaseCommand):
                 "observation_fields": names_parse(options.get("observation_fields")),
                 "reset_args": names_parse(options.get("reset_args")),
                 "requirements": options["requirement"],
+                "reward": (
+                    {"kind": options.get("reward") or "environment", "field": options["reward_field"]}
+                    if options.get("reward_field")
+                    else options.get("reward")
+                ),
             }
         except ValidationError as exc:
             raise CommandError(validation_text(exc)) from exc
