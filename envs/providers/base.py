@@ -37,6 +37,7 @@ class EnvSource:
     env: dict[str, str] = field(default_factory=dict)  # the version's settings for its server
     python: str | None = None  # an interpreter with the environment's own dependencies (envs.dependencies)
     requirements: tuple[str, ...] = ()  # those dependencies, for providers that install them themselves (docker)
+    mounts: tuple[str, ...] = ()  # host folders the server reads (data assets): read-only, at the same path inside
 
     def server_env(self) -> dict[str, str]:
         """Variables every server we start gets: OpenEnv's own capacity variable (which upstream servers read),

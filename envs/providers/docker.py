@@ -169,6 +169,8 @@ class DockerProvider:
             nano_cpus=int(self.cpus * 1e9),
             pids_limit=self.pids_limit,
             network_mode=self.network,
+            # Data assets: read-only, at the same path as on the host, so the variables that name them hold inside.
+            volumes={path: {"bind": path, "mode": "ro"} for path in source.mounts},
         )
         try:
             container = self.client.containers.create(**options)

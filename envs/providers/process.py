@@ -147,6 +147,10 @@ class ProcessProvider:
                 dead.append(f"replica {index}: its server {how}" + (f" ({' | '.join(tail)})" if tail else ""))
         return dead
 
+    def server_log(self, deployment: Deployment, limit: int = 20_000) -> str:
+        """The end of each replica's server log (what a failed call left there: a traceback naming a missing file)."""
+        return "\n".join(log_tail(server.log_path, limit) for server in deployment.handles)
+
     def restart_replica(self, deployment: Deployment, index: int, source: EnvSource) -> None:
         """Stop one replica's server and start it again on the same port: calls a hung step left running die with
         it, and its sessions' slots come back. Clients of that replica see their sessions end."""

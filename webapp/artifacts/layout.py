@@ -171,6 +171,16 @@ def folder_snapshot_key(pinned: str) -> str:
     return f"env-sources/folder/{pinned.removeprefix('sha256:')}.tar.gz"
 
 
+def asset_key(sha256: str) -> str:
+    """A version's data asset (a file or folder, envs.data_assets), a .tar.gz in the store by content."""
+    return f"env-assets/{sha256}.tar.gz"
+
+
+def asset_dir(sha256: str) -> Path:
+    """Where this host keeps an asset, extracted once and read-only (its file or folder lies inside, by name)."""
+    return cache_dir() / "env-assets" / sha256[:32]
+
+
 def env_sources_dir() -> Path:
     """Git mirrors and the commits materialised from them (envs.git_source)."""
     return cache_dir() / "env-sources"

@@ -37,6 +37,7 @@ def source_for(
     env: dict[str, str] | None = None,
     requirements: list[str] | None = None,
     progress: Callable[[str], None] = lambda m: None,
+    mounts: tuple[str, ...] = (),
 ) -> EnvSource:
     """The provider's view of a source. A git source is checked out at `commit`; a folder with requirements gets
     the interpreter of their virtual environment (installed here once per requirement set). A folder pinned at a
@@ -44,7 +45,7 @@ def source_for(
     """
     env = dict(env or {})
     if source_kind == "builtin":
-        return EnvSource("folder", str(builtin_get(source_ref).folder), capacity=capacity, env=env)
+        return EnvSource("folder", str(builtin_get(source_ref).folder), capacity=capacity, env=env, mounts=mounts)
     if source_kind in {"folder", "git"}:
         if source_kind == "git":
             folder = git_checkout(source_ref, commit, subdir, cache_dir=sources_cache_dir())
@@ -61,12 +62,19 @@ def source_for(
         if requirements:  # the process provider runs with it; docker installs the same set in its image
             python = environment_python(requirements, cache_dir=venvs_cache_dir(), progress=progress)
         return EnvSource("folder", str(folder), capacity=capacity, env=env, python=str(python) if python else None,
-                         requirements=tuple(requirements or ()))  # fmt: skip
-    return EnvSource(source_kind, source_ref, capacity=capacity, env=env)
+                         requirements=tuple(requirements or ()), mounts=mounts)  # fmt: skip
+    return EnvSource(source_kind, source_ref, capacity=capacity, env=env, mounts=mounts)
 
 
 def version_source(version, *, capacity: int | None = None, progress: Callable[[str], None] = lambda m: None):
-    """The source of a catalog version with its settings, pinned commit and dependencies."""
+    """The source of a catalog version with its settings, pinned commit, dependencies and data assets (pulled to
+    this host from the store, read-only)."""
+    from webapp.catalog.version_assets import AssetMissing, assets_for_server
+
+    try:
+        variables, mounts = assets_for_server(version)
+    except AssetMissing as exc:
+        raise ProvisionError(str(exc), cause=str(exc)) from exc
     return source_for(
         source_kind=version.source_kind,
         source_ref=version.source_ref,
@@ -74,9 +82,10 @@ def version_source(version, *, capacity: int | None = None, progress: Callable[[
         commit=version.pinned_ref.removeprefix("git:") if version.source_kind == "git" else "",
         subdir=version.git_subdir,
         pinned=version.pinned_ref if version.source_kind == "folder" else "",
-        env=version.server_env,
+        env={**version.server_env, **variables},
         requirements=version_requirements(version),
         progress=progress,
+        mounts=mounts,
     )
 
 

@@ -224,3 +224,22 @@ class CatalogImportForm(forms.Form):
         only = [n.strip() for n in (data.get("only") or "").split(",") if n.strip()]
         return {"catalog": data["catalog"], "ref": (data.get("ref") or "").strip(),
                 "root": (data.get("root") or "").strip() or "envs", "only": only}  # fmt: skip
+
+
+class AssetUploadForm(forms.Form):
+    """A data file a version's server reads (a word list, a dataset), uploaded once and stored by content."""
+
+    MAX_BYTES = 256 * 1024**2  # larger data: `manage.py env asset add` from a path on the web host
+
+    file = forms.FileField(label="Data file")
+    variable = forms.CharField(
+        max_length=100, required=False, label="The variable it reads",
+        help_text="NLTK_DATA, HF_HOME, or the environment's own setting (FINQA_DATA_PATH).",
+    )  # fmt: skip
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        if upload.size > self.MAX_BYTES:
+            raise ValidationError(f"An upload is at most {self.MAX_BYTES // 2**20} MiB; give a larger one from a path "
+                                  f"with `manage.py env asset add`.")  # fmt: skip
+        return upload

@@ -105,7 +105,8 @@ PINNED_FIELDS = ("source_kind", "source_ref", "pinned_ref", "tools", "action_sch
 #   requirements:       [PyPI requirement, ...] installed beside what the folder declares (open_spiel for pyspiel)
 #   reward:             {kind: sum|final|environment, field, source} whose reward a run learns from (envs/rewards.py;
 #                       absent: the sum of step rewards)
-SETTING_KEYS = ("env", "fixed", "observation_fields", "reset_args", "requirements", "reward")
+#   assets:             [{name, sha256, size, folder, as}, ...] data files its server reads (envs/data_assets.py)
+SETTING_KEYS = ("env", "fixed", "observation_fields", "reset_args", "requirements", "reward", "assets")
 
 
 class EnvironmentVersion(models.Model):

@@ -15,6 +15,7 @@ from django.utils.text import slugify
 
 from envs.builtin import builtin_environments
 from envs.contract import contract_hash, contract_of
+from envs.data_assets import missing_data
 from envs.mcp_tools import mcp_result
 from envs.providers import ProvisionError
 from envs.providers.base import content_hash
@@ -188,6 +189,8 @@ def version_settings_update(*, version: EnvironmentVersion, user, settings: dict
     kept = version.settings.get("reward") or {}
     if not (settings or {}).get("reward") and kept.get("source") in ("declared", "detected"):
         settings = {**settings, "reward": kept}  # what the environment said stays unless a user chooses otherwise
+    if "assets" not in (settings or {}) and version.settings.get("assets"):
+        settings = {**settings, "assets": version.settings["assets"]}  # data is added and kept apart from the form
     version.settings = settings_clean(settings, tools=version.tools, observation_schema=version.observation_schema)
     version.save(update_fields=["settings"])
     return version
@@ -321,6 +324,11 @@ def version_testdrive(
     except (SessionBroken, EnvError) as exc:
         drive.error = str(exc)
     finally:
+        if drive.error:  # a server that lacked a data file says which in its error or its log: name it
+            log = getattr(provider, "server_log", lambda d: "")(deployment)
+            hint = missing_data(drive.error) or missing_data(log)
+            if hint:
+                drive.error = f"{drive.error} — {hint.replace('SLUG', version.environment.slug)}"
         progress("tearing down")
         provider.teardown(deployment)
     return drive

@@ -18,4 +18,5 @@ urlpatterns = [
     path("<id:pk>/versions/<id:version_pk>/testdrive/", views.version_testdrive, name="version-testdrive"),
     path("<id:pk>/versions/<id:version_pk>/trust/", views.version_trust_check, name="version-trust"),
     path("<id:pk>/versions/<id:version_pk>/settings/", views.version_settings, name="version-settings"),
+    path("<id:pk>/versions/<id:version_pk>/assets/", views.version_asset_upload, name="version-asset"),
 ]

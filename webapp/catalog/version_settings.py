@@ -11,6 +11,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from packaging.requirements import InvalidRequirement, Requirement
 
+from envs.data_assets import MAX_ASSETS, NAME, VARIABLE, Asset
 from envs.rewards import SOURCES, RewardRuleError, reward_rule_check
 from webapp.catalog.models import SETTING_KEYS
 
@@ -133,6 +134,20 @@ def settings_clean(raw: dict[str, Any] | None, *, tools: list[dict], observation
         else:
             if rule.kind != "sum" or rule.source != "default":
                 out["reward"] = rule.as_dict()
+
+    assets = raw.get("assets") or []
+    try:
+        checked = [Asset.from_dict(a) for a in assets] if isinstance(assets, list) else None
+    except (KeyError, TypeError, ValueError):
+        checked = None
+    if (
+        checked is None
+        or len(checked) > MAX_ASSETS
+        or not all(NAME.fullmatch(a.name) and VARIABLE.fullmatch(a.variable) and len(a.sha256) == 64 for a in checked)
+    ):
+        errors["assets"] = "Assets are added with `manage.py env asset add` (or the version page), not typed in."
+    elif checked:
+        out["assets"] = [a.as_dict() for a in checked]
 
     reset_args = names_parse(raw.get("reset_args"))
     if reset_args is not None:

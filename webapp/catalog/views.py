@@ -16,6 +16,7 @@ from webapp.catalog import selectors, services
 from webapp.catalog.catalog_import import catalog_export
 from webapp.catalog.forms import (
     ActionForm,
+    AssetUploadForm,
     CatalogImportForm,
     EnvironmentCreateForm,
     VersionSettingsForm,
@@ -80,6 +81,7 @@ def environment_detail(request: HttpRequest, pk: int) -> HttpResponse:
                 vid: {"runs": runs, "accepted": selectors.accepted_calls(runs)}
                 for vid, runs in _runs_by_version(request, versions).items()
             },
+            "asset_form": AssetUploadForm(),
             "settings_forms": {
                 v.pk: VersionSettingsForm(initial=VersionSettingsForm.initial_for(v.settings))
                 for v in versions
@@ -288,3 +290,35 @@ def catalog_json(request: HttpRequest) -> HttpResponse:
     response = JsonResponse(snapshot_json(snapshot), json_dumps_params={"indent": 2, "sort_keys": True})
     response["Content-Disposition"] = f'inline; filename="{team.slug}-catalog.json"'
     return response
+
+
+@login_required
+@require_POST
+def version_asset_upload(request: HttpRequest, pk: int, version_pk: int) -> HttpResponse:
+    """Give a version a data file from the browser (stored by content in the artifact store, read-only to servers)."""
+    import tempfile
+    from pathlib import Path
+
+    from webapp.catalog.version_assets import version_asset_add
+
+    version = _version_or_404(request, pk, version_pk)
+    membership_require(user=request.user, team=version.environment.team, role=Role.MEMBER)
+    form = AssetUploadForm(request.POST, request.FILES)
+    if form.is_valid():
+        upload = form.cleaned_data["file"]
+        with tempfile.TemporaryDirectory() as scratch:
+            path = Path(scratch) / Path(upload.name).name
+            with path.open("wb") as handle:
+                for chunk in upload.chunks():
+                    handle.write(chunk)
+            try:
+                version_asset_add(version=version, user=request.user, path=path,
+                                  variable=form.cleaned_data.get("variable") or "")  # fmt: skip
+            except ValidationError as exc:
+                _apply_errors(form, exc)
+    if form.errors:
+        errors = "; ".join(f"{field}: {' '.join(messages_)}" for field, messages_ in form.errors.items())
+        messages.error(request, f"No asset added to {version}: {errors}")
+    else:
+        messages.success(request, f"Added the data file to {version}.")
+    return redirect(f"{reverse('catalog:environment-detail', args=[pk])}#version-{version.pk}")

@@ -40,7 +40,7 @@ def catalog_repository(tmp_path: Path) -> Path:
     envs = repo / "envs"
     envs.mkdir(parents=True)
     shutil.copytree(ROOT / "envs" / "guess_number", envs / "guess_number", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("metadata_maze", "legal_moves"):
+    for name in ("metadata_maze", "legal_moves", "lucky_numbers"):
         shutil.copytree(FIXTURE_ENVS / name, envs / name, ignore=shutil.ignore_patterns("__pycache__"))
     (envs / "draft").mkdir()
     (envs / "draft" / "openenv.yaml").write_text("spec_version: 1\nname: draft\n")
@@ -62,7 +62,7 @@ def test_a_repository_of_environments_is_read_as_openenv_cards(tmp_path):
     repo = catalog_repository(tmp_path)
     read = catalog_read(source=str(repo))
     cards = {c["name"]: c for c in read.as_dict()["cards"]}
-    assert set(cards) == {"guess-number", "metadata-maze", "legal-moves"}
+    assert set(cards) == {"guess-number", "metadata-maze", "legal-moves", "lucky-numbers"}
     assert cards["metadata-maze"]["path"] == "envs/metadata_maze"
     assert cards["metadata-maze"]["revision"] == git(repo, "rev-parse", "HEAD")
     assert cards["metadata-maze"]["digest"].startswith("sha256:") and cards["metadata-maze"]["license"] == "unknown"
@@ -94,7 +94,7 @@ def test_cards_are_added_pinned_updates_are_offered_where_files_changed_and_the_
     source = CatalogSource.objects.get(team=acme)
     check = catalog_updates(source=source, user=alice)
     rows = {r.path: r for r in check.rows}
-    assert {r.kind for r in check.rows} == {"superseded"}
+    assert {r.kind for r in check.rows} == {"superseded"} and len(check.rows) == 4
     assert (rows["envs/legal_moves"].files_changed, rows["envs/legal_moves"].offer) == (True, "new_version")
     assert (rows["envs/metadata_maze"].files_changed, rows["envs/metadata_maze"].offer) == (False, "")
     assert (rows["envs/guess_number"].slug, rows["envs/guess_number"].offer) == ("", "add")
@@ -117,13 +117,22 @@ def test_cards_are_added_pinned_updates_are_offered_where_files_changed_and_the_
     assert client_for(charlie).get("/envs/catalog.json?team=acme").status_code == 404, "another team's catalog"
     assert catalog_export(team=acme).digest == snapshot.digest
 
+    # Another team takes a card from that snapshot, fetching the folder from a mirror (no internet needed).
+    out = StringIO()
+    call_command("env", "add", "--catalog", str(exported), "--fetch-from", str(repo), "--only", "metadata-maze",
+                 "--team", "globex", "--json", stdout=out)  # fmt: skip
+    taken = json.loads(out.getvalue())
+    assert [(e["slug"], e["status"]) for e in taken["environments"]] == [("metadata-maze", "added")]
+    theirs = Environment.objects.get(team__slug="globex", slug="metadata-maze").versions.get()
+    assert theirs.git_ref == second and theirs.source_ref == repo.as_uri()
+
 
 def test_a_catalog_that_cannot_be_used_says_why(tmp_path, acme):
     repo = catalog_repository(tmp_path)
     with pytest.raises(ValidationError) as unknown:
         catalog_import(team=acme, user=None, read=catalog_read(source=str(repo)), only=["chess"])
     assert "No card named 'chess'" in unknown.value.message_dict["only"][0]
-    assert "guess-number, legal-moves, metadata-maze" in unknown.value.message_dict["only"][0]
+    assert "guess-number, legal-moves, lucky-numbers, metadata-maze" in unknown.value.message_dict["only"][0]
     with pytest.raises(ValidationError) as no_root:
         catalog_read(source=str(repo), root="environments")
     assert "inventory root does not exist" in no_root.value.message_dict["catalog"][0]

@@ -6,6 +6,7 @@
 `manage.py env add --catalog REPO|SNAPSHOT.json [--ref REF] [--root envs] [--only NAME,…] --json`
 `manage.py env catalog REPO|SNAPSHOT.json [--search WORDS] --json`; `manage.py env updates SLUG [--add] --json`
 `manage.py env export [--source ID] [--out FILE]`: OpenEnv catalog cards in and out (webapp/catalog/catalog_import.py)
+`manage.py env asset add SLUG PATH --as VARIABLE [--name NAME] [--version V] --json`: a data file its server reads
 `manage.py env testdrive SLUG [--version V] [--tool T --arguments JSON | --action JSON] --provider process|docker`
 """
 
@@ -138,6 +139,19 @@ class Command(BaseCommand):
         export.add_argument("--team", help="team slug (default: the only team)")
         export.add_argument("--source", type=int, help="the catalog source's id (default: the latest)")
         export.add_argument("--out", help="write to this file (default: standard output)")
+        asset = sub.add_parser("asset", help="a version's data assets (files its server needs and cannot download)")
+        asset_sub = asset.add_subparsers(dest="asset_action", required=True)
+        asset_add = asset_sub.add_parser("add", help="give a version a data file or folder")
+        asset_add.add_argument("slug")
+        asset_add.add_argument("path", help="the file or folder on this machine")
+        asset_add.add_argument("--as", dest="variable", default="", metavar="NAME",
+                               help="the variable the environment reads for it: NLTK_DATA, HF_HOME (offline then), "
+                                    "or its own setting (FINQA_DATA_PATH); default: NLTK_DATA or HF_HOME for "
+                                    "such folders")  # fmt: skip
+        asset_add.add_argument("--name", default="", help="its name on the server (default: the file's)")
+        asset_add.add_argument("--version", help="version label (default: the latest)")
+        asset_add.add_argument("--team", help="team slug, when several teams use the same environment slug")
+        asset_add.add_argument("--json", action="store_true")
         drive = sub.add_parser("testdrive", help="provision a version, reset, take one step, tear down")
         drive.add_argument("slug")
         drive.add_argument("--version", help="version label (default: the latest)")
@@ -160,6 +174,8 @@ class Command(BaseCommand):
             return self.updates(options)
         if options["action"] == "export":
             return self.export(options)
+        if options["action"] == "asset":
+            return self.asset_add(options)
         return self.testdrive(options)
 
     def catalog_add(self, options) -> None:
@@ -353,6 +369,28 @@ class Command(BaseCommand):
             latest = row["versions"][0]["label"] if row["versions"] else "-"
             tools = ", ".join(t["name"] for t in (row["versions"][0]["tools"] if row["versions"] else []))
             self.stdout.write(f"{row['slug']:<20} {latest:<10} {row['team']:<12} tools: {tools}")
+
+    def asset_add(self, options) -> None:
+        from pathlib import Path
+
+        from webapp.catalog.version_assets import version_asset_add
+
+        environment = environment_resolve(options["slug"], options.get("team"))
+        versions = environment.versions.all()
+        version = versions.filter(label=options["version"]).first() if options["version"] else versions.first()
+        if version is None:
+            raise CommandError(f"{environment.slug} has no version {options['version'] or ''}".strip())
+        try:
+            version = version_asset_add(version=version, user=None, path=Path(options["path"]),
+                                        name=options["name"], variable=options["variable"])  # fmt: skip
+        except ValidationError as exc:
+            raise CommandError(validation_text(exc)) from exc
+        result = {"environment": environment.slug, "version": version.label, "assets": version.settings["assets"]}
+        if options["json"]:
+            self.stdout.write(json.dumps(result, indent=2))
+            return
+        for item in result["assets"]:
+            self.stdout.write(f"{item['name']} ({item['size']} bytes, sha256 {item['sha256'][:12]}…) as {item['as']}")
 
     def testdrive(self, options) -> None:
         environment = environment_resolve(options["slug"], options.get("team"))
