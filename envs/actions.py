@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 from typing import Any
 
 from envs.tools import ToolSpec
@@ -65,14 +66,33 @@ def offered_values(observation: Any, limit: int = 200) -> list[Any]:
     return found[:limit]
 
 
+LISTED = re.compile(r"\b(?:one of|either|choose from|any of|options?(?: are)?|values?(?: are)?)\s*:?\s*"
+                    r"((?:[`'\"]?[\w-]{1,30}[`'\"]?(?:\s*(?:,|/|\||\bor\b)\s*)){1,20}[`'\"]?[\w-]{1,30}[`'\"]?)",
+                    re.I)  # fmt: skip
+QUOTED = re.compile(r"[`'\"]([\w-]{1,30})[`'\"]")
+ALTERNATIVES = re.compile(r"\b([a-z][\w-]{0,29}(?:\s*[/|]\s*[a-z][\w-]{0,29}){1,19})\b")
+
+
+def described_values(prop: dict[str, Any]) -> list[str]:
+    """The values an argument's description names for a string the schema leaves free: "one of up, down, left or
+    right", "'rock', 'paper' or 'scissors'", "north/south/east/west". An environment that takes an enum as free
+    text refuses everything else, and says so only in words."""
+    text = " ".join(str(prop.get(key) or "") for key in ("description", "title"))
+    found: list[str] = []
+    for match in LISTED.finditer(text):
+        found += [w.strip("`'\"") for w in re.split(r"\s*(?:,|/|\||\bor\b)\s*", match.group(1)) if w.strip("`'\"")]
+    found += QUOTED.findall(text)
+    for match in ALTERNATIVES.finditer(text):
+        found += re.split(r"\s*[/|]\s*", match.group(1))
+    return list(dict.fromkeys(v for v in found if v.lower() not in {"a", "an", "the", "and", "or"}))
+
+
 def offered_arguments(tool: ToolSpec, observation: Any, rng: random.Random) -> dict[str, Any] | None:
     """Random valid arguments with each free-form string or integer argument taken from what the observation offers
-    (within the argument's bounds); None when it offers nothing that fits."""
+    (within the argument's bounds), or for a string, from the values its description names; None when neither
+    offers anything that fits."""
     offers = offered_values(observation)
-    if not offers:
-        return None
-    arguments = random_arguments(tool, rng)
-    changed = False
+    pools: dict[str, list[Any]] = {}
     for name, prop in tool.parameters.get("properties", {}).items():
         if "enum" in prop:
             continue
@@ -80,10 +100,16 @@ def offered_arguments(tool: ToolSpec, observation: Any, rng: random.Random) -> d
         low, high = prop.get("minimum", float("-inf")), prop.get("maximum", float("inf"))
         pool = [v for v in offers if (kind == "string" and isinstance(v, str))
                 or (kind == "integer" and isinstance(v, int) and low <= v <= high)]  # fmt: skip
+        if not pool and kind == "string":
+            pool = described_values(prop)
         if pool:
-            arguments[name] = rng.choice(pool)
-            changed = True
-    return arguments if changed else None
+            pools[name] = pool
+    if not pools:
+        return None  # (no random draw: a warm start's sequence stays what it was for such a tool)
+    arguments = random_arguments(tool, rng)
+    for name, pool in pools.items():
+        arguments[name] = rng.choice(pool)
+    return arguments
 
 
 def random_action(tools: list[ToolSpec], rng: random.Random) -> dict[str, Any]:

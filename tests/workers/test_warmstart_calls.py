@@ -1,12 +1,14 @@
 """A warm start's synthetic episodes keep only calls the environment accepted, and it sends the ones an
 observation offers: on an environment whose valid moves are a few strings that change with the position (like
-OpenEnv's chess), schema-valid random words are all refused; the offered moves are accepted."""
+OpenEnv's chess), schema-valid random words are all refused; the offered moves are accepted. An enum the schema calls
+a string is played with the words its description names."""
 
 from __future__ import annotations
 
 import httpx
 import pytest
 
+from envs.actions import described_values
 from envs.adapter import tool_env_class
 from envs.providers.process import ProcessProvider
 from envs.tools import tools_from_action_schema
@@ -16,12 +18,25 @@ from workers.models.warmstart import CallTally, WarmStartError, play_episodes
 
 
 @pytest.fixture(scope="module")
-def legal_moves(tmp_path_factory):
+def served_class(tmp_path_factory):
+    """served_class(fixture) → the adapter class over one server of it, for the module."""
     provider = ProcessProvider(log_dir=tmp_path_factory.mktemp("env-logs"))
-    deployment = provider.provision(fixture_source("legal_moves"))
-    schema = httpx.get(deployment.endpoints[0] + "/schema").json()["action"]
-    yield tool_env_class(name="legal", tools=tools_from_action_schema(schema), endpoints=deployment.endpoints)
-    provider.teardown(deployment)
+    deployments = []
+
+    def serve(name: str):
+        deployments.append(provider.provision(fixture_source(name)))
+        endpoints = deployments[-1].endpoints
+        schema = httpx.get(endpoints[0] + "/schema").json()["action"]
+        return tool_env_class(name=name, tools=tools_from_action_schema(schema), endpoints=endpoints)
+
+    yield serve
+    for deployment in deployments:
+        provider.teardown(deployment)
+
+
+@pytest.fixture(scope="module")
+def legal_moves(served_class):
+    return served_class("legal_moves")
 
 
 def play(env_class, tally: CallTally) -> list[dict]:
@@ -53,3 +68,27 @@ def test_a_warm_start_that_the_environment_refuses_says_which_tool_and_arguments
     message = str(refused.value)
     assert f"the environment accepted {tally.accepted} of {tally.sent} calls" in message
     assert "move was refused" in message and "refused: the environment answered with a penalty (-0.1)" in message
+
+
+def test_an_enum_sent_as_text_is_played_with_the_words_its_description_names(served_class):
+    # OpenEnv's grid_world refused 16 of 18 warm-start calls: its action is an enum the schema calls a string.
+    tally = CallTally()
+    conversations = play(served_class("text_enum"), tally)
+    assert tally.sent >= 24 and tally.share >= 0.9, (tally.sent, tally.accepted, tally.refused)
+    sent = {warmstart.json.loads(m["tool_calls"][0]["function"]["arguments"])["direction"]
+            for c in conversations for m in c["messages"] if m.get("tool_calls")}  # fmt: skip
+    assert sent <= {"up", "down", "left", "right"} and len(sent) >= 3
+
+
+@pytest.mark.parametrize(
+    ("description", "values"),
+    [
+        ("Which way to step: one of up, down, left or right.", ["up", "down", "left", "right"]),
+        ("Your throw: 'rock', 'paper' or 'scissors'.", ["rock", "paper", "scissors"]),
+        ("A heading, north/south/east/west", ["north", "south", "east", "west"]),
+        ("A move in UCI notation, e.g. e2e4", []),
+        ("The message to echo back, and/or a note.", []),
+    ],
+)
+def test_the_values_a_description_names_are_read(description, values):
+    assert described_values({"type": "string", "description": description}) == values
