@@ -12,6 +12,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from envs.builtin import builtin_environments, builtin_get, declares_randomness, read_manifest
+from envs.data_assets import missing_data
 from envs.dependencies import DependencyError, declared_requirements, environment_python, missing_requirements
 from envs.git_source import GitSourceError, git_resolve
 from envs.measure import CapacityMeasure, measure_capacity, measure_seeding
@@ -99,10 +100,11 @@ def version_inspect(
     git_subdir: str = "",
     env: dict[str, str] | None = None,
     requirements: list[str] | None = None,
+    mounts: tuple[str, ...] = (),
     progress: Callable[[str], None] = lambda m: None,
 ) -> Inspection:
     """Start the source once, read its schema and metadata, measure it, tear it down. `requirements` are
-    packages the version's settings add to what the folder declares."""
+    packages the version's settings add to what the folder declares; `mounts`, the folders of its data assets."""
     if source_kind not in SourceKind.values:
         raise ValidationError({"source_kind": f"Unknown source kind {source_kind!r}."})
     if source_kind == SourceKind.BUILTIN and source_ref in {b.slug for b in builtin_environments()}:
@@ -127,6 +129,7 @@ def version_inspect(
         capacity=capacity,
         env=env,
         requirements=dependencies.get("requirements"),
+        mounts=mounts,
     )
     progress(f"starting the server ({kind})")
     try:
@@ -135,12 +138,14 @@ def version_inspect(
         if "ConcurrencyConfigurationError" not in exc.cause or capacity == 1:
             log = f" (whole log: {exc.log})" if exc.log else ""
             reason = (exc.cause + log) if exc.cause else str(exc)
+            lacked = missing_data(f"{exc.cause}\n{exc}")
+            reason = f"{reason} — {lacked}" if lacked else reason
             raise ValidationError({"source_ref": f"The environment did not start: {reason}"}) from exc
         # A single-session environment (no SUPPORTS_CONCURRENT_SESSIONS) that reads MAX_CONCURRENT_ENVS refuses to
         # start with more than one: it is a capacity of 1, not a broken server.
         progress("the server takes one session at a time; starting it with a capacity of 1")
         return version_inspect(source_kind=source_kind, source_ref=source_ref, capacity=1, git_ref=git_ref,
-                               git_subdir=git_subdir, env=env, requirements=requirements,
+                               git_subdir=git_subdir, env=env, requirements=requirements, mounts=mounts,
                                progress=progress)  # fmt: skip
     endpoint = deployment.endpoints[0]
     timeout = float(settings.TRAINYARD_ENV_STEP_TIMEOUT)
@@ -161,6 +166,16 @@ def version_inspect(
         progress("measuring its capacity")
         measured = measure_capacity(endpoint, bound=min(capacity, settings.TRAINYARD_CAPACITY_PROBE_LIMIT),
                                     timeout=timeout)  # fmt: skip
+        if measured.accepted == 0:  # its first session failed: for want of data (finqa, Wordle) it says which
+            lacked = missing_data(measured.note) or missing_data(getattr(provider, "server_log", lambda d: "")(
+                deployment))  # fmt: skip
+            if lacked:
+                when_adding = lacked.replace(
+                    "`manage.py env asset add SLUG PATH --as VARIABLE`",
+                    "`env add … --asset PATH=VARIABLE`, or a data file on the Add page",
+                )
+                raise ValidationError({"source_ref": f"The server refused its first session ({measured.note}): "
+                                                     f"{when_adding}"})  # fmt: skip
         progress("checking what reset(seed) does")
         seeding = measure_seeding(endpoint, tools=discovered.tools, timeout=timeout)
         pinned = _pin(source_kind, folder, commit, discovered, provider, source_ref)

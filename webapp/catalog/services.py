@@ -15,7 +15,7 @@ from django.utils.text import slugify
 
 from envs.builtin import builtin_environments
 from envs.contract import contract_hash, contract_of
-from envs.data_assets import missing_data
+from envs.data_assets import Asset, missing_data
 from envs.mcp_tools import mcp_result
 from envs.providers import ProvisionError
 from envs.providers.base import content_hash
@@ -122,10 +122,19 @@ def _inspect_with_settings(
     env = (settings or {}).get("env") or {}
     requirements = (settings or {}).get("requirements") or []
     # The server starts with these: check them before anything starts.
-    early = settings_clean({"env": env, "requirements": requirements}, tools=[], observation_schema={})
+    assets = (settings or {}).get("assets") or []
+    early = settings_clean({"env": env, "requirements": requirements, "assets": assets}, tools=[],
+                           observation_schema={})  # fmt: skip
+    from webapp.catalog.version_assets import AssetMissing, assets_on_this_host
+
+    try:  # data given with the add (finqa's dataset, Wordle's corpus) is there from the first session
+        variables, mounts = assets_on_this_host([Asset.from_dict(a) for a in early.get("assets") or []])
+    except AssetMissing as exc:
+        raise ValidationError({"assets": str(exc)}) from exc
     inspection = version_inspect(source_kind=source.kind, source_ref=source.ref, capacity=source.capacity,
-                                 git_ref=source.git_ref, git_subdir=source.git_subdir, env=env,
-                                 requirements=early.get("requirements"), progress=progress)  # fmt: skip
+                                 git_ref=source.git_ref, git_subdir=source.git_subdir, env={**env, **variables},
+                                 requirements=early.get("requirements"), mounts=mounts,
+                                 progress=progress)  # fmt: skip
     cleaned = settings_clean(settings, tools=[t.as_dict() for t in inspection.discovered.tools],
                              observation_schema=inspection.discovered.observation_schema)  # fmt: skip
     if inspection.capacity is not None and inspection.capacity.accepted == 0:

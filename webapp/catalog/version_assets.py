@@ -44,19 +44,11 @@ def _publish(path: Path, sha256: str) -> None:
         store.put_file(archive, key)
 
 
-def version_asset_add(
-    *, version: EnvironmentVersion, user, path: Path, name: str = "", variable: str = ""
-) -> EnvironmentVersion:
-    """Give a version a data asset: the file or folder at `path` (on this host), stored by content, pointed at by
-    `variable` on every server of the version. Possible until a run uses the version (then add a version)."""
-    if user is not None:
-        membership_require(user=user, team=version.environment.team, role=Role.MEMBER)
+def asset_prepare(path: Path, *, name: str = "", variable: str = "") -> Asset:
+    """Check a file or folder on this host as a data asset, and store it by content (once)."""
     path = Path(path).expanduser()
     if not path.exists():
         raise ValidationError({"path": f"{path} does not exist on this host."})
-    if version.is_frozen:
-        raise ValidationError({"path": f"{version} is used by a run: its assets are part of what it is. Add a new "
-                                       f"version, then its asset."})  # fmt: skip
     name = (name or path.name).strip()
     variable = (variable or "").strip() or variable_for(path) or ""
     if not NAME.fullmatch(name):
@@ -71,11 +63,26 @@ def version_asset_add(
         limit = MAX_ASSET_BYTES // 2**30
         raise ValidationError({"path": f"{path} holds {size / 2**30:.1f} GiB; an asset is at most {limit} GiB "
                                        f"(build larger data into an image)."})  # fmt: skip
-    assets = [a for a in version_assets(version) if a.variable != variable]
+    _publish(path, sha256)
+    return Asset(name=name, sha256=sha256, size=size, folder=path.is_dir(), variable=variable)
+
+
+def version_asset_add(
+    *, version: EnvironmentVersion, user, path: Path, name: str = "", variable: str = ""
+) -> EnvironmentVersion:
+    """Give a version a data asset: the file or folder at `path` (on this host), stored by content, pointed at by
+    `variable` on every server of the version. Possible until a run uses the version (then add a version)."""
+    if user is not None:
+        membership_require(user=user, team=version.environment.team, role=Role.MEMBER)
+    if not Path(path).expanduser().exists():
+        raise ValidationError({"path": f"{path} does not exist on this host."})
+    if version.is_frozen:
+        raise ValidationError({"path": f"{version} is used by a run: its assets are part of what it is. Add a new "
+                                       f"version, then its asset."})  # fmt: skip
+    asset = asset_prepare(path, name=name, variable=variable)
+    assets = [a for a in version_assets(version) if a.variable != asset.variable]
     if len(assets) >= MAX_ASSETS:
         raise ValidationError({"path": f"A version has at most {MAX_ASSETS} assets."})
-    _publish(path, sha256)
-    asset = Asset(name=name, sha256=sha256, size=size, folder=path.is_dir(), variable=variable)
     version.settings = {**version.settings, "assets": [*(a.as_dict() for a in assets), asset.as_dict()]}
     version.save(update_fields=["settings"])
     return version
@@ -121,7 +128,11 @@ def asset_local(asset: Asset) -> Path:
 
 def assets_for_server(version: EnvironmentVersion) -> tuple[dict[str, str], tuple[str, ...]]:
     """The variables and the read-only folders (mounted at the same path in a container) of a version's assets."""
-    assets = version_assets(version)
+    return assets_on_this_host(version_assets(version))
+
+
+def assets_on_this_host(assets: list[Asset]) -> tuple[dict[str, str], tuple[str, ...]]:
+    """Assets pulled to this host: the server's variables, and their folders."""
     if not assets:
         return {}, ()
     location = {a.sha256: asset_local(a) for a in assets}

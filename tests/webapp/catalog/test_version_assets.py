@@ -125,3 +125,22 @@ def test_a_member_uploads_a_data_file_from_the_page_and_another_team_cannot(luck
     ]
     page = client_for(alice).get(f"/envs/{lucky.environment.pk}/").content.decode()
     assert "<code>lucky.txt</code>" in page and "<code>LUCKY_NUMBERS_PATH</code>" in page
+
+
+def test_a_server_whose_sessions_need_the_data_is_added_with_it(acme, tmp_path):
+    # finqa and Wordle read their data when a session is created: no session opens without it, so the add itself
+    # fails, naming the file, and succeeds with the data given at once.
+    eager = {"env": {"LUCKY_NUMBERS_EAGER": "1"}}
+    with pytest.raises(ValidationError) as refused:
+        environment_create(team=acme, user=None, name="eager", source_kind="folder", source_ref=str(LUCKY),
+                           settings=eager)  # fmt: skip
+    message = refused.value.message_dict["source_ref"][0]
+    assert "lucky_numbers.txt" in message and "env add … --asset PATH=VARIABLE" in message, message
+    numbers = tmp_path / "numbers.txt"
+    numbers.write_text("3\n")
+    out = StringIO()
+    call_command("env", "add", "--folder", str(LUCKY), "--name", "eager", "--env", "LUCKY_NUMBERS_EAGER=1",
+                 "--asset", f"{numbers}=LUCKY_NUMBERS_PATH", "--json", stdout=out)  # fmt: skip
+    version = json.loads(out.getvalue())["version"]
+    assert [(a["name"], a["as"]) for a in version["settings"]["assets"]] == [("numbers.txt", "LUCKY_NUMBERS_PATH")]
+    assert version["capacity_measured"] >= 1

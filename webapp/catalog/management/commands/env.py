@@ -102,6 +102,9 @@ class Command(BaseCommand):
                          help="an action field sent with every call and hidden from the model")  # fmt: skip
         add.add_argument("--requirement", action="append", default=[], metavar="REQ",
                          help="an extra PyPI package for the server, beside what its folder declares")  # fmt: skip
+        add.add_argument("--asset", action="append", default=[], metavar="PATH[=VARIABLE]",
+                         help="a data file or folder its server reads, and the variable that names it "
+                              "(NLTK_DATA, HF_HOME, FINQA_DATA_PATH, …)")  # fmt: skip
         add.add_argument("--observation-fields", help="comma separated fields the model reads")
         add.add_argument("--reset-args", help="comma separated dataset columns that reach reset()")
         add.add_argument(
@@ -302,6 +305,17 @@ class Command(BaseCommand):
         except ValidationError as exc:
             raise CommandError(validation_text(exc)) from exc
         settings = {k: v for k, v in settings.items() if v}
+        if options["asset"]:
+            from pathlib import Path
+
+            from webapp.catalog.version_assets import asset_prepare
+
+            try:
+                given = [item.partition("=") for item in options["asset"]]
+                settings["assets"] = [asset_prepare(Path(path), variable=variable).as_dict()
+                                      for path, _, variable in given]  # fmt: skip
+            except ValidationError as exc:
+                raise CommandError(validation_text(exc)) from exc
         if kind == "folder":
             from pathlib import Path
 
