@@ -143,3 +143,36 @@ def test_a_catalog_that_cannot_be_used_says_why(tmp_path, acme):
     with pytest.raises(CommandError, match="The repository could not be read"):
         call_command("env", "add", "--catalog", str(tmp_path / "nowhere"), "--json")
     assert not Environment.objects.exists() and not CatalogSource.objects.exists()
+
+
+def test_the_pages_import_check_and_add_through_jobs_and_another_team_sees_none(
+    tmp_path, acme, alice, charlie, client_for
+):
+    from webapp.jobs.models import Job
+    from workers.worker.jobs import run_job  # what the worker runs
+
+    repo = catalog_repository(tmp_path)
+    answer = client_for(alice).post("/envs/catalog/import/", {"catalog": str(repo), "root": "envs",
+                                                              "only": "metadata-maze"})  # fmt: skip
+    job = Job.objects.get(kind=Job.Kind.CATALOG_IMPORT)
+    assert answer.status_code == 302 and answer["Location"] == job.get_absolute_url()
+    assert run_job(job.pk) == "succeeded"
+    maze = Environment.objects.get(team=acme, slug="metadata-maze")
+    page = client_for(alice).get(f"/envs/{maze.pk}/").content.decode()
+    assert "From an OpenEnv catalog" in page and "stand-in identity" in page
+
+    commit_change(repo, "metadata_maze")
+    client_for(alice).post(f"/envs/{maze.pk}/catalog/check/")
+    assert run_job(Job.objects.latest("pk").pk) == "succeeded"
+    page = client_for(alice).get(f"/envs/{maze.pk}/").content.decode()
+    assert 'id="catalog-changes"' in page and "a new version" in page and "add it" in page
+    assert client_for(charlie).post(f"/envs/{maze.pk}/catalog/update/").status_code == 404
+    client_for(alice).post(f"/envs/{maze.pk}/catalog/update/")
+    job = Job.objects.latest("pk")
+    assert sorted(job.params["only"]) == ["guess-number", "legal-moves", "lucky-numbers", "metadata-maze"]
+    job.params["only"] = ["metadata-maze"]  # (the others would start three more servers: not what this tests)
+    job.save(update_fields=["params"])
+    assert run_job(job.pk) == "succeeded"
+    assert maze.versions.count() == 2
+    bad = client_for(alice).post("/envs/catalog/import/", {"catalog": "--upload-pack=evil", "root": "envs"})
+    assert bad.status_code == 400 and Job.objects.count() == 3
