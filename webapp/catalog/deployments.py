@@ -11,6 +11,7 @@ from django.conf import settings
 from envs.builtin import builtin_get
 from envs.dependencies import environment_python
 from envs.git_source import git_checkout
+from envs.imported import openenv_folder
 from envs.providers import EnvSource, Provider, ProvisionError, provider_for
 from webapp.artifacts.layout import env_sources_dir, env_venvs_dir
 
@@ -58,6 +59,8 @@ def source_for(
                 raise ProvisionError(str(exc)) from exc
         else:
             folder = Path(source_ref).expanduser().resolve()
+        # An ORS or Verifiers environment runs as what OpenEnv's importer makes of it (the same on every host).
+        folder = openenv_folder(folder, cache_dir=sources_cache_dir())
         python = None
         if requirements:  # the process provider runs with it; docker installs the same set in its image
             python = environment_python(requirements, cache_dir=venvs_cache_dir(), progress=progress)

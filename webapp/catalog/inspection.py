@@ -15,6 +15,7 @@ from envs.builtin import builtin_environments, builtin_get, declares_randomness,
 from envs.data_assets import missing_data
 from envs.dependencies import DependencyError, declared_requirements, environment_python, missing_requirements
 from envs.git_source import GitSourceError, git_resolve
+from envs.imported import ImportFailed, detected_framework, openenv_folder
 from envs.measure import CapacityMeasure, measure_capacity, measure_seeding
 from envs.providers import ProvisionError
 from envs.providers.base import content_hash
@@ -113,11 +114,32 @@ def version_inspect(
             return _builtin_inspections[pinned]
     progress("fetching the source" if source_kind == SourceKind.GIT else "reading the source")
     folder, commit = _folder_of(source_kind, source_ref, git_ref, git_subdir)
+    pinned_folder = folder  # what the version pins: the source as given, not what an importer made of it
     dependencies: dict[str, Any] = {}
     if folder is not None:
+        framework = detected_framework(folder)
+        if framework is not None:  # an ORS or Verifiers environment: OpenEnv's importer makes it a folder
+            progress(f"converting a {framework[0]} environment with OpenEnv's importer")
+            try:
+                folder = openenv_folder(folder, cache_dir=sources_cache_dir())
+            except ImportFailed as exc:
+                raise ValidationError({"source_ref": str(exc)}) from exc
         if not (folder / "server" / "app.py").exists():
-            raise ValidationError({"source_ref": f"{folder} is not an OpenEnv folder (no server/app.py)."})
-        dependencies = _dependencies(folder, list(requirements or []), progress)
+            raise ValidationError({"source_ref": f"{folder} is not an OpenEnv folder (no server/app.py), nor an "
+                                  f"environment OpenEnv's importers convert (ORS, Verifiers)."})  # fmt: skip
+        try:
+            dependencies = _dependencies(folder, list(requirements or []), progress)
+        except ValidationError as exc:
+            if framework is None:
+                raise
+            packages = (
+                ", ".join(r for r in declared_requirements(folder) if missing_requirements([r])) or "its packages"
+            )
+            reason = " ".join(exc.messages)
+            raise ValidationError({"source_ref": f"This {framework[0]} environment runs with {packages}, which could "
+                                                 f"not be installed on this machine: {reason}"}) from exc  # fmt: skip
+        if framework is not None:
+            dependencies["imported_from"] = framework[0]
     kind = default_provider_kind("folder" if folder is not None else source_kind)
     try:
         provider = provider_get(kind, progress=progress)
@@ -178,7 +200,7 @@ def version_inspect(
                                                      f"{when_adding}"})  # fmt: skip
         progress("checking what reset(seed) does")
         seeding = measure_seeding(endpoint, tools=discovered.tools, timeout=timeout)
-        pinned = _pin(source_kind, folder, commit, discovered, provider, source_ref)
+        pinned = _pin(source_kind, pinned_folder, commit, discovered, provider, source_ref)
     except DiscoveryError as exc:
         raise ValidationError({"source_ref": f"The server does not describe itself properly: {exc}"}) from exc
     finally:

@@ -271,3 +271,40 @@ def test_the_reward_a_version_uses_is_declared_chosen_or_the_sum_and_its_page_sa
     call_command("env", "add", "--folder", str(FIXTURE_ENVS / "rubric_guess"), "--slug", "rubric-cli",
                  "--reward", "final", "--json", stdout=out)  # fmt: skip
     assert json.loads(out.getvalue())["version"]["reward"] == {"kind": "final", "field": "reward", "source": "chosen"}
+
+
+def test_a_verifiers_environment_is_converted_by_openenvs_importer_and_its_package_named_when_it_cannot_install(
+    acme, tmp_path, monkeypatch
+):
+    # A Prime Intellect Verifiers environment (load_environment in a module that imports verifiers), never imported
+    # by us: OpenEnv's importer makes it an OpenEnv folder whose server needs the `verifiers` package. This machine's
+    # package index is cut off here (a cluster node without one), so the install fails and the add says which
+    # package and why; nothing is saved.
+    from envs.imported import detected_framework, openenv_folder
+
+    source = FIXTURE_ENVS.parent / "frameworks" / "verifiers_quiz"
+    framework, found = detected_framework(source)
+    assert (framework, [d.qualified_name for d in found]) == ("verifiers", ["quiz:load_environment"])
+    generated = openenv_folder(source, cache_dir=tmp_path)
+    assert (generated / "server" / "app.py").exists() and (generated / "openenv.yaml").exists()
+    assert openenv_folder(source, cache_dir=tmp_path) == generated, "generated once per content"
+    assert "verifiers>=0.1.14" in (generated / "server" / "requirements.txt").read_text()
+
+    empty = tmp_path / "no-wheels"
+    empty.mkdir()
+    for name, value in {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(empty), "UV_OFFLINE": "1",
+                        "UV_CACHE_DIR": str(tmp_path / "uv-cache"), "UV_FIND_LINKS": str(empty)}.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ValidationError) as refused:
+        environment_create(team=acme, user=None, name="quiz", source_kind="folder", source_ref=str(source))
+    message = refused.value.message_dict["source_ref"][0]
+    assert "This verifiers environment runs with verifiers>=0.1.14, which could not be installed" in message, message
+    assert not Environment.objects.exists()
+
+
+def test_a_folder_of_no_framework_says_what_it_lacks(acme, tmp_path):
+    (tmp_path / "notes.py").write_text("print('hello')\n")
+    with pytest.raises(ValidationError) as refused:
+        environment_create(team=acme, user=None, name="notes", source_kind="folder", source_ref=str(tmp_path))
+    assert "nor an environment OpenEnv's importers convert (ORS, Verifiers)" in refused.value.message_dict[
+        "source_ref"][0]  # fmt: skip
