@@ -91,8 +91,9 @@ def missing_data(text: str) -> str | None:
     """What a server said it lacked, as a sentence that names it and how to provide it; None if it said nothing
     of the kind."""
     if match := NLTK_RESOURCE.search(text):
-        return (f"the server needs NLTK's `{match.group(1)}` data, which it could not download: provide a folder "
-                f"that holds it (nltk_data/corpora/{match.group(1)}) as an asset with `--as NLTK_DATA`")  # fmt: skip
+        return (f"the server needs NLTK's `{match.group(1)}` data, which it could not download: provide an nltk_data "
+                f"folder that holds it (made once with `python -m nltk.downloader -d nltk_data {match.group(1)}` where "
+                f"there is a network) as an asset with `--as NLTK_DATA`")  # fmt: skip
     if match := FILE_NOT_FOUND.search(text):
         path = match.group(1)
         return (f"the server needs the file or folder {path}, which is missing: provide it as an asset "

@@ -13,6 +13,7 @@ from webapp.tokens.services import token_create
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 TRL_SCRIPT = '''
+import json
 import os
 import sys
 import time
@@ -26,6 +27,11 @@ from envs.guess_number.server.environment import GuessNumberEnvironment
 import trainyard  # added line 1
 
 
+def shown(observation) -> str:
+    """What the model reads of an observation: its fields as JSON (TRL makes every public method a tool: not here)."""
+    return json.dumps(observation.model_dump(exclude={"reward", "done", "metadata"}))
+
+
 class GuessNumber:
     """The game, as TRL's environment_factory wants it: reset() and one method per tool."""
 
@@ -35,7 +41,7 @@ class GuessNumber:
 
     def reset(self, **kwargs) -> str:
         self.reward = 0.0
-        return self.env.reset(seed=kwargs.get("seed")).message
+        return "\\n\\n" + shown(self.env.reset(seed=kwargs.get("seed")))
 
     def guess(self, number: int) -> str:
         """Guess the hidden number. The reply says whether the hidden number is higher or lower.
@@ -45,7 +51,7 @@ class GuessNumber:
         """
         observation = self.env.step(GuessAction(number=number))
         self.reward += observation.reward or 0.0
-        return observation.message
+        return shown(observation)
 
 
 def environment_reward(environments, **kwargs):
@@ -53,7 +59,10 @@ def environment_reward(environments, **kwargs):
     return [env.reward for env in environments]
 
 
-prompt = "Find the hidden whole number from 1 to 16 with the guess tool."
+# The tiny model knows one way of being asked (what it was trained on): the game's description, then the game's own
+# observation as JSON. Asked otherwise it mixes up the games it learned (a "move" with a "direction").
+prompt = ("Find a hidden whole number from higher/lower hints; fewer guesses earn more. Act only by calling the tools "
+          "(guess); each result tells you what happened.")
 dataset = Dataset.from_dict({"prompt": [[{"role": "user", "content": prompt}]] * 8, "seed": list(range(8))})
 trainer = GRPOTrainer(
     model=sys.argv[1], reward_funcs=environment_reward, train_dataset=dataset, environment_factory=GuessNumber,
