@@ -27,6 +27,7 @@ from webapp.accounts.selectors import membership_require
 from webapp.catalog.deployments import default_provider_kind, provider_get, version_source
 from webapp.catalog.inspection import Inspection, version_inspect
 from webapp.catalog.models import Environment, EnvironmentVersion, SourceKind, Visibility
+from webapp.catalog.version_assets import AssetMissing, assets_on_this_host
 from webapp.catalog.version_settings import settings_clean
 
 
@@ -125,8 +126,6 @@ def _inspect_with_settings(
     assets = (settings or {}).get("assets") or []
     early = settings_clean({"env": env, "requirements": requirements, "assets": assets}, tools=[],
                            observation_schema={})  # fmt: skip
-    from webapp.catalog.version_assets import AssetMissing, assets_on_this_host
-
     try:  # data given with the add (finqa's dataset, Wordle's corpus) is there from the first session
         variables, mounts = assets_on_this_host([Asset.from_dict(a) for a in early.get("assets") or []])
     except AssetMissing as exc:
