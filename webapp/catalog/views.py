@@ -53,6 +53,16 @@ def _apply_errors(form, exc: ValidationError) -> None:
         form.add_error(None, exc.messages)
 
 
+def _back_to_version(request: HttpRequest, form, version: EnvironmentVersion, *, failed: str, saved: str):
+    """A version form posted from the environment page: its errors (or its success) flashed, back to the version."""
+    if form.errors:
+        errors = "; ".join(f"{field}: {' '.join(messages_)}" for field, messages_ in form.errors.items())
+        messages.error(request, f"{failed}: {errors}")
+    else:
+        messages.success(request, saved)
+    return redirect(f"{reverse('catalog:environment-detail', args=[version.environment_id])}#version-{version.pk}")
+
+
 @login_required
 def environment_list(request: HttpRequest) -> HttpResponse:
     search, tag = text_param(request.GET, "q"), text_param(request.GET, "tag")
@@ -102,12 +112,8 @@ def version_settings(request: HttpRequest, pk: int, version_pk: int) -> HttpResp
             services.version_settings_update(version=version, user=request.user, settings=form.settings())
         except ValidationError as exc:
             _apply_errors(form, exc)
-    if form.errors:
-        errors = "; ".join(f"{field}: {' '.join(messages_)}" for field, messages_ in form.errors.items())
-        messages.error(request, f"Settings of {version} not saved: {errors}")
-    else:
-        messages.success(request, f"Saved the settings of {version}.")
-    return redirect(f"{reverse('catalog:environment-detail', args=[pk])}#version-{version.pk}")
+    return _back_to_version(request, form, version, failed=f"Settings of {version} not saved",
+                            saved=f"Saved the settings of {version}.")  # fmt: skip
 
 
 def _runs_by_version(request: HttpRequest, versions) -> dict[int, list]:
@@ -316,9 +322,5 @@ def version_asset_upload(request: HttpRequest, pk: int, version_pk: int) -> Http
                                   variable=form.cleaned_data.get("variable") or "")  # fmt: skip
             except ValidationError as exc:
                 _apply_errors(form, exc)
-    if form.errors:
-        errors = "; ".join(f"{field}: {' '.join(messages_)}" for field, messages_ in form.errors.items())
-        messages.error(request, f"No asset added to {version}: {errors}")
-    else:
-        messages.success(request, f"Added the data file to {version}.")
-    return redirect(f"{reverse('catalog:environment-detail', args=[pk])}#version-{version.pk}")
+    return _back_to_version(request, form, version, failed=f"No asset added to {version}",
+                            saved=f"Added the data file to {version}.")  # fmt: skip

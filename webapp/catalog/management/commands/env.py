@@ -73,6 +73,15 @@ def environment_resolve(slug: str, team: str | None) -> Environment:
     return found[0]
 
 
+def version_resolve(environment: Environment, label: str | None) -> EnvironmentVersion:
+    """The version of that label, or the latest."""
+    versions = environment.versions.all()
+    version = versions.filter(label=label).first() if label else versions.first()
+    if version is None:
+        raise CommandError(f"{environment.slug} has no version {label or ''}".strip())
+    return version
+
+
 class Command(BaseCommand):
     help = "The environment catalog from the command line."
 
@@ -390,10 +399,7 @@ class Command(BaseCommand):
         from webapp.catalog.version_assets import version_asset_add
 
         environment = environment_resolve(options["slug"], options.get("team"))
-        versions = environment.versions.all()
-        version = versions.filter(label=options["version"]).first() if options["version"] else versions.first()
-        if version is None:
-            raise CommandError(f"{environment.slug} has no version {options['version'] or ''}".strip())
+        version = version_resolve(environment, options["version"])
         try:
             version = version_asset_add(version=version, user=None, path=Path(options["path"]),
                                         name=options["name"], variable=options["variable"])  # fmt: skip
@@ -408,10 +414,7 @@ class Command(BaseCommand):
 
     def testdrive(self, options) -> None:
         environment = environment_resolve(options["slug"], options.get("team"))
-        versions = environment.versions.all()
-        version = versions.filter(label=options["version"]).first() if options["version"] else versions.first()
-        if version is None:
-            raise CommandError(f"{environment.slug} has no version {options['version'] or ''}".strip())
+        version = version_resolve(environment, options["version"])
         call: dict = {}
         try:
             if options["action"]:
