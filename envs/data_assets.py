@@ -87,18 +87,21 @@ HUB_OFFLINE = re.compile(r"(?:LocalEntryNotFoundError|OfflineModeIsEnabled|could
                          r"\.co)", re.I)  # fmt: skip
 
 
-def missing_data(text: str) -> str | None:
-    """What a server said it lacked, as a sentence that names it and how to provide it; None if it said nothing
-    of the kind."""
+GIVE_LATER = "`manage.py env asset add SLUG PATH --as VARIABLE`"
+GIVE_WITH_ADD = "`manage.py env add … --asset PATH=VARIABLE`"
+
+
+def missing_data(text: str, *, give: str = GIVE_LATER) -> str | None:
+    """What a server said it lacked, as a sentence that names it and how to provide it (`give`: the command that
+    gives a file: to a version that exists, or with the add); None if it said nothing of the kind."""
     if match := NLTK_RESOURCE.search(text):
         return (f"the server needs NLTK's `{match.group(1)}` data, which it could not download: provide an nltk_data "
                 f"folder that holds it (made once with `python -m nltk.downloader -d nltk_data {match.group(1)}` where "
                 f"there is a network) as an asset with `--as NLTK_DATA`")  # fmt: skip
     if match := FILE_NOT_FOUND.search(text):
         path = match.group(1)
-        return (f"the server needs the file or folder {path}, which is missing: provide it as an asset "
-                f"(`manage.py env asset add SLUG PATH --as VARIABLE`, where VARIABLE is the setting the environment "
-                f"reads for it)")  # fmt: skip
+        return (f"the server needs the file or folder {path}, which is missing: provide it as an asset ({give}, "
+                f"where VARIABLE is the setting the environment reads for it)")  # fmt: skip
     if HUB_OFFLINE.search(text):
         return (
             "the server needs files from the Hugging Face Hub, which it cannot reach: provide a Hugging Face "

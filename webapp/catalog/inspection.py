@@ -12,7 +12,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from envs.builtin import builtin_environments, builtin_get, declares_randomness, read_manifest
-from envs.data_assets import missing_data
+from envs.data_assets import GIVE_WITH_ADD, missing_data
 from envs.dependencies import DependencyError, declared_requirements, environment_python, missing_requirements
 from envs.git_source import GitSourceError, git_resolve
 from envs.imported import ImportFailed, detected_framework, openenv_folder
@@ -160,7 +160,7 @@ def version_inspect(
         if "ConcurrencyConfigurationError" not in exc.cause or capacity == 1:
             log = f" (whole log: {exc.log})" if exc.log else ""
             reason = (exc.cause + log) if exc.cause else str(exc)
-            lacked = missing_data(f"{exc.cause}\n{exc}")
+            lacked = missing_data(f"{exc.cause}\n{exc}", give=GIVE_WITH_ADD)
             reason = f"{reason} — {lacked}" if lacked else reason
             raise ValidationError({"source_ref": f"The environment did not start: {reason}"}) from exc
         # A single-session environment (no SUPPORTS_CONCURRENT_SESSIONS) that reads MAX_CONCURRENT_ENVS refuses to
@@ -189,15 +189,11 @@ def version_inspect(
         measured = measure_capacity(endpoint, bound=min(capacity, settings.TRAINYARD_CAPACITY_PROBE_LIMIT),
                                     timeout=timeout)  # fmt: skip
         if measured.accepted == 0:  # its first session failed: for want of data (finqa, Wordle) it says which
-            lacked = missing_data(measured.note) or missing_data(getattr(provider, "server_log", lambda d: "")(
-                deployment))  # fmt: skip
+            log = getattr(provider, "server_log", lambda d: "")(deployment)
+            lacked = missing_data(measured.note, give=GIVE_WITH_ADD) or missing_data(log, give=GIVE_WITH_ADD)
             if lacked:
-                when_adding = lacked.replace(
-                    "`manage.py env asset add SLUG PATH --as VARIABLE`",
-                    "`env add … --asset PATH=VARIABLE`, or a data file on the Add page",
-                )
                 raise ValidationError({"source_ref": f"The server refused its first session ({measured.note}): "
-                                                     f"{when_adding}"})  # fmt: skip
+                                                     f"{lacked}"})  # fmt: skip
         progress("checking what reset(seed) does")
         seeding = measure_seeding(endpoint, tools=discovered.tools, timeout=timeout)
         pinned = _pin(source_kind, pinned_folder, commit, discovered, provider, source_ref)

@@ -15,7 +15,7 @@ from django.utils.text import slugify
 
 from envs.builtin import builtin_environments
 from envs.contract import contract_hash, contract_of
-from envs.data_assets import Asset, missing_data
+from envs.data_assets import GIVE_LATER, Asset, missing_data
 from envs.mcp_tools import mcp_result
 from envs.providers import ProvisionError
 from envs.providers.base import content_hash
@@ -334,9 +334,10 @@ def version_testdrive(
     finally:
         if drive.error:  # a server that lacked a data file says which in its error or its log: name it
             log = getattr(provider, "server_log", lambda d: "")(deployment)
-            hint = missing_data(drive.error) or missing_data(log)
+            give = GIVE_LATER.replace("SLUG", version.environment.slug)
+            hint = missing_data(drive.error, give=give) or missing_data(log, give=give)
             if hint:
-                drive.error = f"{drive.error} — {hint.replace('SLUG', version.environment.slug)}"
+                drive.error = f"{drive.error} — {hint}"
         progress("tearing down")
         provider.teardown(deployment)
     return drive
