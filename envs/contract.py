@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from envs.mcp_tools import is_mcp_action_schema, list_mcp_tools
+from envs.mcp_tools import is_mcp_action_schema, list_mcp_http_tools, list_mcp_tools
 from envs.session import EnvError, SessionBroken
 from envs.tools import SchemaError
 
@@ -23,11 +23,18 @@ PARTS = ("action", "observation", "state")
 
 
 def contract_of(
-    *, action: dict[str, Any], observation: dict[str, Any], state: dict[str, Any], mcp_tools: list[dict] | None
+    *,
+    action: dict[str, Any],
+    observation: dict[str, Any],
+    state: dict[str, Any],
+    mcp_tools: list[dict] | None,
+    transport: str = "ws",
 ) -> dict[str, Any]:
     contract: dict[str, Any] = {"action": action or {}, "observation": observation or {}, "state": state or {}}
     if mcp_tools is not None:
         contract["tools"] = {t["name"]: t.get("parameters", {}) for t in mcp_tools}
+    if transport != "ws":  # named only when it is not OpenEnv's usual /ws, so that older pins keep their hash
+        contract["transport"] = transport
     return contract
 
 
@@ -53,8 +60,18 @@ def schema_read(endpoint: str, *, timeout: float = 10.0) -> dict[str, Any]:
 
 
 def contract_read(endpoint: str, *, timeout: float = 10.0) -> dict[str, Any]:
-    """The contract a running server publishes now."""
-    body = schema_read(endpoint, timeout=timeout)
+    """The contract a running server publishes now (an HTTP-only MCP server's: its tools, and that it is one)."""
+    try:
+        body = schema_read(endpoint, timeout=timeout)
+    except ContractUnreadable:
+        try:
+            listed = list_mcp_http_tools(endpoint, timeout=timeout)
+        except SchemaError as exc:
+            raise ContractUnreadable(f"listing the MCP tools on POST /mcp failed: {exc}") from exc
+        if listed is None:
+            raise
+        return contract_of(action={}, observation={}, state={}, mcp_tools=[t.as_dict() for t in listed],
+                           transport="http")  # fmt: skip
     mcp_tools = None
     if is_mcp_action_schema(body["action"]):
         try:

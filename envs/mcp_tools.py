@@ -3,7 +3,8 @@
 An MCP environment's action schema is OpenEnv's `CallToolAction` (alone, or in a union with `ListToolsAction`): one
 generic `call_tool(tool_name, arguments)`. Offering that to a model hides every real tool, so Trainyard lists the
 tools once (a `list_tools` step on a /ws session, which any OpenEnv server accepts) and stores one ToolSpec per MCP
-tool; calls then travel as `call_tool` actions on the rollout's own session.
+tool; calls then travel as `call_tool` actions on the rollout's own session. A server that serves no /ws (RFC 003's
+HTTP template, envs.http_session) lists its tools on MCP's own `POST /mcp`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import re
 from typing import Any
 
+from envs.http_session import mcp_http_tools
 from envs.session import EnvSession
 from envs.tools import SchemaError, ToolSpec, _inline, _resolve, split_docstring
 
@@ -71,6 +73,17 @@ def list_mcp_tools(endpoint: str, *, timeout: float = 30.0) -> list[ToolSpec]:
     return tools_from_mcp_listing(listed)
 
 
+def list_mcp_http_tools(endpoint: str, *, timeout: float = 10.0) -> list[ToolSpec] | None:
+    """The tools an HTTP-only MCP server lists on `POST /mcp` (`tools/list`), or None when it serves no MCP there.
+    Raises SchemaError when it lists none, or tools that cannot be offered to a model."""
+    listed = mcp_http_tools(endpoint, timeout=timeout)
+    if listed is None:
+        return None
+    if not listed:
+        raise SchemaError("the MCP server lists no tools")
+    return tools_from_mcp_listing(listed)
+
+
 def mcp_result(observation: dict[str, Any]) -> tuple[str, str | None]:
     """(text for the model, error or None) of an MCP `CallToolObservation`.
 
@@ -91,6 +104,8 @@ def mcp_result(observation: dict[str, Any]) -> tuple[str, str | None]:
 
 def mcp_text(result: Any) -> str:
     if isinstance(result, dict):
+        if isinstance(result.get("text"), str):  # RFC 003's HTTP template: {"text", "isError", "status_code"}
+            return result["text"]
         if "data" in result and result["data"] is not None:
             data = result["data"]
             return data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)

@@ -3,6 +3,9 @@
 OpenEnv 0.10 applies no step timeout over /ws, and its client silently reconnects to a fresh, never-reset session
 after a client-side timeout. So a session here is thrown away after any timeout or socket error: every later
 call raises SessionBroken instead of talking to a session the episode never saw.
+
+A server that refuses /ws but serves RFC 003's HTTP template (OpenEnv's calendar: reset/step over HTTP, MCP on
+POST /mcp; envs.http_session) gets the same session over HTTP, as a tenant of its own: callers never know which.
 """
 
 from __future__ import annotations
@@ -12,9 +15,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 import websockets
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.sync.client import connect as sync_connect
+
+from envs.http_session import HttpAnswerError, HttpRequests, answer_of, serves_http_only
 
 
 class EnvError(Exception):
@@ -62,6 +68,15 @@ def decode(frame: str | bytes) -> dict[str, Any]:
     return message.get("data") or {}
 
 
+def refused_socket(exc: Exception) -> bool:
+    """A handshake the server refused because it serves no /ws (Starlette answers 403, others 404)."""
+    return isinstance(exc, websockets.InvalidStatus) and exc.response.status_code in (403, 404)
+
+
+def http_error(exc: HttpAnswerError) -> EnvError:
+    return EnvError(exc.code, exc.message)
+
+
 def step_result(data: dict[str, Any]) -> StepResult:
     reward = data.get("reward")
     return StepResult(
@@ -80,7 +95,14 @@ class AsyncEnvSession:
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self._ws: ClientConnection | None = None
+        self._http: HttpRequests | None = None  # set instead of _ws for a server that serves no /ws
+        self._client: httpx.AsyncClient | None = None
         self.broken: str | None = None
+
+    @property
+    def over_http(self) -> bool:
+        """Whether the server serves no /ws and this session is a tenant over HTTP (envs.http_session)."""
+        return self._http is not None
 
     async def __aenter__(self) -> AsyncEnvSession:
         await self.open()
@@ -96,15 +118,37 @@ class AsyncEnvSession:
                 self.connect_timeout,
             )
         except (OSError, TimeoutError, websockets.WebSocketException) as exc:
+            if refused_socket(exc) and await asyncio.to_thread(serves_http_only, self.endpoint,
+                                                               timeout=self.connect_timeout):  # fmt: skip
+                self._http, self._client = HttpRequests(self.endpoint), httpx.AsyncClient()
+                return
             raise SessionBroken(f"cannot open a session at {self.endpoint}: {exc}") from exc
+
+    async def _call_http(self, kind: str, data: dict[str, Any] | None, limit: float) -> dict[str, Any]:
+        assert self._http is not None and self._client is not None
+        method, url, body, translated = self._http.request(kind, data)
+        try:
+            response = await self._client.request(method, url, json=body, headers=self._http.headers, timeout=limit)
+        except httpx.TimeoutException:
+            await self._discard(f"{kind} took longer than {limit:g} s; the session was discarded")
+            raise SessionTimedOut(self.broken) from None
+        except httpx.HTTPError as exc:
+            await self._discard(f"the session's HTTP call failed during {kind}: {exc}")
+            raise SessionBroken(self.broken) from exc
+        try:
+            return self._http.answer(answer_of(response), translated)
+        except HttpAnswerError as exc:
+            raise http_error(exc) from None
 
     async def _call(self, kind: str, data: dict[str, Any] | None, timeout: float | None) -> dict[str, Any]:
         if self.broken:
             raise SessionBroken(self.broken)
-        if self._ws is None:
+        if self._ws is None and self._http is None:
             await self.open()
-        assert self._ws is not None
         limit = self.timeout if timeout is None else timeout
+        if self._http is not None:
+            return await self._call_http(kind, data, limit)
+        assert self._ws is not None
         try:
             await self._ws.send(encode(kind, data))
             frame = await asyncio.wait_for(self._ws.recv(), limit)
@@ -126,6 +170,7 @@ class AsyncEnvSession:
 
     async def _discard(self, reason: str) -> None:
         self.broken = reason
+        await self._close_http()
         if self._ws is not None:
             ws, self._ws = self._ws, None
             await ws.close()
@@ -139,7 +184,14 @@ class AsyncEnvSession:
     async def state(self, *, timeout: float | None = None) -> dict[str, Any]:
         return await self._call("state", None, timeout)
 
+    async def _close_http(self) -> None:
+        self._http = None
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
+
     async def close(self) -> None:
+        await self._close_http()
         if self._ws is not None:
             ws, self._ws = self._ws, None
             try:
@@ -157,7 +209,14 @@ class EnvSession:
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self._ws = None
+        self._http: HttpRequests | None = None  # set instead of _ws for a server that serves no /ws
+        self._client: httpx.Client | None = None
         self.broken: str | None = None
+
+    @property
+    def over_http(self) -> bool:
+        """Whether the server serves no /ws and this session is a tenant over HTTP (envs.http_session)."""
+        return self._http is not None
 
     def __enter__(self) -> EnvSession:
         self.open()
@@ -170,14 +229,35 @@ class EnvSession:
         try:
             self._ws = sync_connect(ws_url(self.endpoint), max_size=2**24, open_timeout=self.connect_timeout)
         except (OSError, TimeoutError, websockets.WebSocketException) as exc:
+            if refused_socket(exc) and serves_http_only(self.endpoint, timeout=self.connect_timeout):
+                self._http, self._client = HttpRequests(self.endpoint), httpx.Client()
+                return
             raise SessionBroken(f"cannot open a session at {self.endpoint}: {exc}") from exc
+
+    def _call_http(self, kind: str, data: dict[str, Any] | None, limit: float) -> dict[str, Any]:
+        assert self._http is not None and self._client is not None
+        method, url, body, translated = self._http.request(kind, data)
+        try:
+            response = self._client.request(method, url, json=body, headers=self._http.headers, timeout=limit)
+        except httpx.TimeoutException:
+            self._discard(f"{kind} took longer than {limit:g} s; the session was discarded")
+            raise SessionTimedOut(self.broken) from None
+        except httpx.HTTPError as exc:
+            self._discard(f"the session's HTTP call failed during {kind}: {exc}")
+            raise SessionBroken(self.broken) from exc
+        try:
+            return self._http.answer(answer_of(response), translated)
+        except HttpAnswerError as exc:
+            raise http_error(exc) from None
 
     def _call(self, kind: str, data: dict[str, Any] | None, timeout: float | None) -> dict[str, Any]:
         if self.broken:
             raise SessionBroken(self.broken)
-        if self._ws is None:
+        if self._ws is None and self._http is None:
             self.open()
         limit = self.timeout if timeout is None else timeout
+        if self._http is not None:
+            return self._call_http(kind, data, limit)
         try:
             self._ws.send(encode(kind, data))
             frame = self._ws.recv(timeout=limit)
@@ -198,6 +278,7 @@ class EnvSession:
 
     def _discard(self, reason: str) -> None:
         self.broken = reason
+        self._close_http()
         if self._ws is not None:
             ws, self._ws = self._ws, None
             ws.close()
@@ -211,7 +292,14 @@ class EnvSession:
     def state(self, *, timeout: float | None = None) -> dict[str, Any]:
         return self._call("state", None, timeout)
 
+    def _close_http(self) -> None:
+        self._http = None
+        if self._client is not None:
+            client, self._client = self._client, None
+            client.close()
+
     def close(self) -> None:
+        self._close_http()
         if self._ws is not None:
             ws, self._ws = self._ws, None
             try:

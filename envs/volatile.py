@@ -7,6 +7,9 @@ environment creation", and its sibling `episode_frame_number` beside it: a field
 observation carries counts beyond episodes by design; the twin stays compared). A step counter that an environment
 forgets to reset is neither: its name is no timing and its description does not say it counts for the server's
 life, so a dirty reset is still caught.
+
+A third: names of the session or the episode rather than its state (an `episode_id` echoed in the metadata; the
+tenant that RFC 003's HTTP template echoes as `database_id`, one per session: envs.http_session).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import re
 from typing import Any
 
 TIMING_NAME = re.compile(r"(^|_)(time|times|duration|latency|elapsed|timestamp|seconds|secs|ms|took)(_|$)", re.I)
+SESSION_IDENTITY = frozenset({"episode_id", "database_id"})
 LIFETIME_DESCRIPTION = re.compile(
     r"since (the )?(environment|emulator|server|process)( was)? (creation|created|start|started|launch)", re.I
 )
@@ -27,13 +31,15 @@ def lifetime_fields(observation_schema: dict[str, Any] | None) -> frozenset[str]
 
 
 def steady(value: Any, lifetime: frozenset[str] = frozenset(), dropped: set[str] | None = None) -> Any:
-    """The value without its timings and lifetime counters (at any depth); names what it dropped into `dropped`."""
+    """The value without its timings, lifetime counters and session names (at any depth); names what it dropped
+    into `dropped`."""
     if isinstance(value, dict):
         kept = {}
         for key, item in value.items():
             number = isinstance(item, int | float) and not isinstance(item, bool)
             beyond_episodes = key in lifetime or f"episode_{key}" in value
-            if number and (TIMING_NAME.search(str(key)) or beyond_episodes):
+            identity = key in SESSION_IDENTITY and isinstance(item, str)
+            if identity or (number and (TIMING_NAME.search(str(key)) or beyond_episodes)):
                 if dropped is not None:
                     dropped.add(str(key))
                 continue

@@ -39,11 +39,18 @@ class EnvSource:
     requirements: tuple[str, ...] = ()  # those dependencies, for providers that install them themselves (docker)
     mounts: tuple[str, ...] = ()  # host folders the server reads (data assets): read-only, at the same path inside
 
-    def server_env(self) -> dict[str, str]:
+    def server_env(self, port: int | None = None) -> dict[str, str]:
         """Variables every server we start gets: OpenEnv's own capacity variable (which upstream servers read),
-        ours (which our built-in servers read), then the version's settings, which may override neither."""
+        ours (which our built-in servers read), then the version's settings, which may override neither.
+
+        With the port the server listens on, `PORT` says it and `{port}` in a setting becomes it: a server that calls
+        its own HTTP API under another name (OpenEnv's calendar reads `API_PORT`) is given `API_PORT={port}`."""
         capacity = str(self.capacity)
-        return {**self.env, "MAX_CONCURRENT_ENVS": capacity, "OPENENV_MAX_SESSIONS": capacity}
+        values = dict(self.env)
+        if port is not None:
+            values = {key: value.replace("{port}", str(port)) for key, value in values.items()}
+            values["PORT"] = str(port)
+        return {**values, "MAX_CONCURRENT_ENVS": capacity, "OPENENV_MAX_SESSIONS": capacity}
 
     @property
     def folder(self) -> Path:

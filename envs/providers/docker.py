@@ -155,11 +155,7 @@ class DockerProvider:
             image=image,
             name=f"trainyard-{deployment.deployment_id}-{index}",
             labels=container_labels,
-            environment={
-                **source.server_env(),
-                "HOST": "127.0.0.1" if host_mode else "0.0.0.0",
-                "PORT": str(port),
-            },
+            environment={**source.server_env(port), "HOST": "127.0.0.1" if host_mode else "0.0.0.0"},
             read_only=True,
             tmpfs={"/tmp": "rw,nosuid,nodev,size=64m,mode=1777"},  # noqa: S108 - the container's own tmpfs
             user="65532:65532",

@@ -78,7 +78,7 @@ class ProcessProvider:
         sock.listen(512)
         port = sock.getsockname()[1]
         log_path = self.log_dir / f"{source.package}-{deployment_id}-{index}.log"
-        env = {**os.environ, **source.server_env(), **child_environment()}
+        env = {**os.environ, **source.server_env(port), **child_environment()}
         # The package alone (`echo_env.server.app`, through a folder holding just a link to it, so that the folder's
         # neighbours never shadow a real package), the repository (our serve module), and the folder itself, last,
         # for upstream servers whose import fallbacks say `from models import ...`.
@@ -91,7 +91,7 @@ class ProcessProvider:
         app = f"{source.package}.server.app:app"
         if port_wanted == 0:  # a first start: a spare server with OpenEnv imported takes it, when there is one
             spare = spare_take(python=python, listening=sock, app=app, cwd=root, log_path=log_path,
-                               env={**source.server_env(), **child_environment(), "PYTHONUNBUFFERED": "1"},
+                               env={**source.server_env(port), **child_environment(), "PYTHONUNBUFFERED": "1"},
                                paths_first=[str(root)], paths_last=[str(source.folder)])  # fmt: skip
             if spare is not None:
                 sock.close()

@@ -26,10 +26,10 @@ from envs.session import EnvError, EnvSession, SessionBroken, SessionTimedOut
 from envs.tools import ToolSpec
 from envs.trust.edge_cases import EdgeInput, edge_inputs
 from envs.trust.evidence import ADVICE, first_difference, leaf_values, numbers_in
-from envs.volatile import lifetime_fields, steady
+from envs.volatile import SESSION_IDENTITY, lifetime_fields, steady
 
 PASSED, FAILED, NOT_APPLICABLE = "passed", "failed", "not_applicable"
-BOOKKEEPING = {"episode_id", "step_count"}
+BOOKKEEPING = SESSION_IDENTITY | {"step_count"}
 
 
 @dataclass
@@ -101,7 +101,8 @@ def _view(result, ctx: ProbeContext) -> str:
 def _unsteady_note(ctx: ProbeContext) -> str:
     if not ctx.unsteady:
         return ""
-    return f" ({', '.join(sorted(ctx.unsteady)[:4])} left out: timings and lifetime counters are not state)"
+    left_out = ", ".join(sorted(ctx.unsteady)[:4])
+    return f" ({left_out} left out: timings, lifetime counters and session names are not state)"
 
 
 def _play(session: EnvSession, actions: list[dict], ctx: ProbeContext) -> list[str]:
@@ -402,11 +403,39 @@ def _honest_pay(ctx: ProbeContext, seed: int, tries: int = 4) -> float:
     return best
 
 
+# The most adversarial pairs and malformed actions one check sends: each costs a session and a reset (OpenEnv's
+# calendar, 37 tools with many text fields, offers ~600 pairs, ~2,400 steps). A larger set is sampled across every
+# tool, and the report says how many of how many were sent.
+INTEGRITY_BUDGET = 48
+
+
+def spread_sample(items: list[tuple], limit: int, rng: random.Random) -> list[tuple]:
+    """At most `limit` items, taken round-robin over the tools their labels name (`tool.field ...`), so that every
+    tool is tried before any is tried twice; in their original order."""
+    if len(items) <= limit:
+        return items
+    by_tool: dict[str, list[int]] = {}
+    for index, item in enumerate(items):
+        by_tool.setdefault(str(item[0]).split(".")[0].split(" ")[0], []).append(index)
+    for indexes in by_tool.values():
+        rng.shuffle(indexes)
+    chosen: list[int] = []
+    while len(chosen) < limit:
+        for indexes in by_tool.values():
+            if indexes and len(chosen) < limit:
+                chosen.append(indexes.pop())
+    return [items[i] for i in sorted(chosen)]
+
+
 def probe_reward_integrity(ctx: ProbeContext) -> ProbeResult:
     establish(ctx)
     rng = random.Random(ctx.seed + 2)
     evidence, checked = [], 0
-    for label, attack, neutral in adversarial_pairs(ctx.tools, rng):
+    pairs, malformed = adversarial_pairs(ctx.tools, rng), malformed_actions(ctx.tools, rng)
+    offered = 2 * len(pairs) + len(malformed)
+    pairs = spread_sample(pairs, INTEGRITY_BUDGET // 4, rng)  # each pair is sent after two seeds
+    malformed = spread_sample(malformed, INTEGRITY_BUDGET // 2, rng)
+    for label, attack, neutral in pairs:
         for seed in (ctx.seed, ctx.seed + 3):
             attack_reward, _ = _reward_of(ctx, seed, attack)
             neutral_reward, _ = _reward_of(ctx, seed, neutral)
@@ -417,7 +446,7 @@ def probe_reward_integrity(ctx: ProbeContext) -> ProbeResult:
                                 f"its neutral twin {_shown(neutral)} earned {neutral_reward}")  # fmt: skip
     honest = _honest_pay(ctx, ctx.seed)
     accepted: list[float] = []
-    for label, action in malformed_actions(ctx.tools, rng):
+    for label, action in malformed:
         checked += 1
         try:
             with ctx.session(timeout=max(ctx.step_timeout, 30)) as s:
@@ -440,8 +469,9 @@ def probe_reward_integrity(ctx: ProbeContext) -> ProbeResult:
         return failed("reward_integrity", "actions could earn what they did not do, or crash", evidence)
     compared = (f"; {len(accepted)} malformed actions were answered without a validation error and earned at most "
                 f"{max(accepted):g} against honest play's {honest:g}" if accepted else "")  # fmt: skip
-    return ProbeResult("reward_integrity", PASSED,
-                       f"{checked} adversarial and malformed actions earned nothing extra{compared}")  # fmt: skip
+    sampled = f" (a sample of {offered}, across all {len(ctx.tools)} tools)" if checked < offered else ""
+    return ProbeResult("reward_integrity", PASSED, f"{checked} adversarial and malformed actions{sampled} earned "
+                       f"nothing extra{compared}")  # fmt: skip
 
 
 def _attack_pays_again(ctx: ProbeContext, seed: int, attack: dict, neutral: dict) -> bool:
@@ -549,7 +579,7 @@ def _step_together(ctx: ProbeContext, sessions: list[EnvSession], rounds: int = 
 def probe_capacity(ctx: ProbeContext) -> ProbeResult:
     if ctx.capacity > 64:
         return ProbeResult("capacity", NOT_APPLICABLE, f"declared capacity {ctx.capacity} is too large to probe")
-    opened, refused_at, together = [], None, []
+    opened, refused_at, together, over_http = [], None, [], False
     try:
         for i in range(ctx.capacity + 1):
             if i == ctx.capacity and len(opened) > 1:
@@ -559,6 +589,7 @@ def probe_capacity(ctx: ProbeContext) -> ProbeResult:
                 s.open()
                 s.reset(seed=i)
                 opened.append(s)
+                over_http = s.over_http
             except (EnvError, SessionBroken) as exc:
                 refused_at = (i, str(exc))
                 break
@@ -568,6 +599,10 @@ def probe_capacity(ctx: ProbeContext) -> ProbeResult:
     if together:
         return failed("capacity", f"{ctx.capacity} sessions connect, but fail when they step at the same moment",
                       together[:4])  # fmt: skip
+    if refused_at is None and over_http:  # a tenant per session: the server holds nothing it could refuse
+        return ProbeResult("capacity", PASSED, f"{ctx.capacity} sessions stepped together 3 times without a failure; "
+                           "over HTTP a session is a tenant the server keeps no slot for, so it refuses none: the "
+                           "declared capacity is the limit Trainyard keeps")  # fmt: skip
     if refused_at is None:
         return failed("capacity", f"the server accepted {ctx.capacity + 1} sessions but declares {ctx.capacity}",
                       [f"{len(opened)} sessions open and reset at once; declared capacity {ctx.capacity}"])  # fmt: skip

@@ -5,6 +5,7 @@ reach, so these run on the CPU."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -116,3 +117,24 @@ def test_a_model_that_never_calls_the_tools_is_not_a_plain_success(acme, alice, 
     assert "reached the environment" in page and 'id="run-never-stepped"' in page
     rows = client.get(reverse("runs:run-list")).content.decode()
     assert "no environment steps" in rows
+
+
+@pytest.mark.lane_b
+def test_a_warm_start_on_moves_narrower_than_their_schema_teaches_calls_the_environment_accepts(
+    acme, tiny_model, live_worker
+):
+    # legal_moves: `move` is any string to the schema, but only the moves its observation lists are played (they
+    # change with every position), and anything else is answered as chess answers an illegal move: -0.1 and the same
+    # board, no error. Its warm start sends the offered moves and keeps only the calls the environment accepted; the
+    # model it makes must then play moves the server takes.
+    version = add(acme, "legal_moves", Path("."))
+    recipe = json.loads((warm_start(version) / "trainyard-recipe.json").read_text())
+    assert recipe["calls_sent"] >= 24 and recipe["calls_accepted"] / recipe["calls_sent"] >= 0.9, recipe
+    run = train(acme, version, warmstart_name(version))
+
+    assert run.status == Status.SUCCEEDED, run.failure_reason
+    assert run.episodes_recorded == 12
+    assert run.env_tool_calls / run.episodes_recorded >= 1.0, (run.env_tool_calls, run.env_tool_errors)
+    kept = Episode.objects.filter(run=run, has_transcript=True)
+    accepted = [t for e in kept for t in e.turns if t["role"] == "tool" and t["reward"] is not None and not t["error"]]
+    assert accepted and all(t["name"] == "move" and "legal_moves" in t["content"] for t in accepted)

@@ -21,7 +21,8 @@ def environment_out(environment: Environment) -> dict[str, Any]:
             {"id": v.pk, "label": v.label, "source_kind": v.source_kind, "source_ref": v.source_ref,
              "pinned_ref": v.pinned_ref, "tools": [t.get("name", "") for t in v.tools or [] if isinstance(t, dict)],
              "capacity": v.capacity, "success_threshold": v.success_threshold, "settings": v.settings or {},
-             "reward": v.reward_rule.as_dict(), "frozen": v.is_frozen, "created_at": v.created_at}
+             "reward": v.reward_rule.as_dict(), "mcp": v.mcp, "transport": v.transport, "frozen": v.is_frozen,
+             "created_at": v.created_at}
             for v in environment.versions.all()
         ],
     }  # fmt: skip

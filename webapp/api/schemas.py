@@ -57,6 +57,11 @@ class VersionOut(Schema):
         description="Whose reward a run learns from: kind (sum, final, environment), the "
         "field it is read from, and its source (default, declared, detected, chosen)"
     )
+    mcp: bool = Field(description="An MCP environment: its tools are what its server lists")
+    transport: str = Field(
+        description="How sessions reach its server: ws (OpenEnv's /ws socket) or http (a server that serves no /ws: "
+        "reset and step over HTTP, one tenant per session, tools listed on POST /mcp)"
+    )
     frozen: bool = Field(description="A run used it: its settings can no longer change")
     created_at: datetime
 

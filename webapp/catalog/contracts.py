@@ -10,7 +10,8 @@ from webapp.catalog.models import EnvironmentVersion
 
 def version_contract(version: EnvironmentVersion) -> dict[str, Any]:
     return contract_of(action=version.action_schema, observation=version.observation_schema,
-                       state=version.state_schema, mcp_tools=version.tools if version.mcp else None)  # fmt: skip
+                       state=version.state_schema, mcp_tools=version.tools if version.mcp else None,
+                       transport=version.transport)  # fmt: skip
 
 
 def version_contract_hash(version: EnvironmentVersion) -> str:

@@ -23,6 +23,14 @@ class SourceKind(models.TextChoices):
     GIT = "git", "Git repository"
 
 
+class Transport(models.TextChoices):
+    """How sessions reach the server: OpenEnv's /ws socket, or HTTP for a server that serves no /ws (RFC 003's MCP
+    template: reset/step over HTTP, one tenant per session; envs.http_session)."""
+
+    WS = "ws", "WebSocket (/ws)"
+    HTTP = "http", "HTTP (reset/step, MCP on /mcp)"
+
+
 class Seeding(models.TextChoices):
     """What `reset(seed=...)` does, measured when the version is added."""
 
@@ -129,6 +137,7 @@ class EnvironmentVersion(models.Model):
     capacity_note = models.CharField(max_length=300, blank=True)
     seeding = models.CharField(max_length=10, choices=Seeding.choices, default=Seeding.UNKNOWN)
     mcp = models.BooleanField(default=False, help_text="An MCP environment: its tools are what its server lists")
+    transport = models.CharField(max_length=8, choices=Transport.choices, default=Transport.WS)
     settings = models.JSONField(default=dict, blank=True, help_text="env, fixed, observation_fields, reset_args")
     dependencies = models.JSONField(default=dict, blank=True, help_text="Declared requirements and their install")
     tools = models.JSONField(default=list)

@@ -152,7 +152,8 @@ def _version_save(environment, user, label, source: SourceSpec, inspection: Insp
     measured = inspection.capacity
     contract = contract_of(action=discovered.action_schema, observation=discovered.observation_schema,
                            state=discovered.state_schema,
-                           mcp_tools=[t.as_dict() for t in discovered.tools] if discovered.mcp else None)  # fmt: skip
+                           mcp_tools=[t.as_dict() for t in discovered.tools] if discovered.mcp else None,
+                           transport=discovered.transport)  # fmt: skip
     if source.kind == SourceKind.FOLDER:  # for the workers on other hosts, where this path means nothing
         from webapp.catalog.folder_snapshots import snapshot_publish
 
@@ -170,6 +171,7 @@ def _version_save(environment, user, label, source: SourceSpec, inspection: Insp
         capacity_note=(measured.note if measured else "")[:300],
         seeding=inspection.seeding,
         mcp=discovered.mcp,
+        transport=discovered.transport,
         settings=cleaned,
         dependencies=inspection.dependencies,
         tools=[t.as_dict() for t in discovered.tools],

@@ -61,3 +61,13 @@ def test_the_session_cap_is_passed_to_the_server(process_provider):
             assert caught.value.code == "CAPACITY_REACHED"
     finally:
         process_provider.teardown(deployment)
+
+
+def test_a_setting_may_name_the_port_its_server_listens_on():
+    # OpenEnv's calendar calls its own HTTP API at API_PORT: `--env API_PORT={port}` gives it the port it was given.
+    from envs.providers import EnvSource
+
+    source = EnvSource("folder", "/tmp/x", capacity=3, env={"API_PORT": "{port}", "SELF": "http://127.0.0.1:{port}/"})
+    assert source.server_env(41000) == {"API_PORT": "41000", "SELF": "http://127.0.0.1:41000/", "PORT": "41000",
+                                        "MAX_CONCURRENT_ENVS": "3", "OPENENV_MAX_SESSIONS": "3"}  # fmt: skip
+    assert source.server_env()["API_PORT"] == "{port}", "no port known: left as written"

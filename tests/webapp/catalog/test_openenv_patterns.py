@@ -17,6 +17,7 @@ from django.core.management import CommandError, call_command
 from webapp.catalog.models import Environment, TrustReport
 from webapp.catalog.services import environment_create, version_add, version_testdrive
 from webapp.catalog.trust import trust_check_run
+from webapp.tokens.services import token_create
 
 FIXTURE_ENVS = Path(__file__).resolve().parents[2] / "fixtures" / "envs"
 
@@ -308,3 +309,30 @@ def test_a_folder_of_no_framework_says_what_it_lacks(acme, tmp_path):
         environment_create(team=acme, user=None, name="notes", source_kind="folder", source_ref=str(tmp_path))
     assert "nor an environment OpenEnv's importers convert (ORS, Verifiers)" in refused.value.message_dict[
         "source_ref"][0]  # fmt: skip
+
+
+def test_a_server_with_no_socket_is_added_through_its_mcp_tools_and_test_driven_over_http(acme, alice, charlie, globex,
+                                                                                         client_for):  # fmt: skip
+    # mcp_http_vault is written as RFC 003's HTTP template is (OpenEnv's calendar): no /ws, no /schema, MCP on
+    # POST /mcp, one tenant per x-database-id; its read_dial calls its own API at the port given with `{port}`.
+    version = add(acme, "mcp_http_vault", settings={"env": {"VAULT_SELF_URL": "http://127.0.0.1:{port}"}})
+    assert (version.mcp, version.transport) == (True, "http")
+    assert {t["name"] for t in version.tools} == {"try_code", "read_dial"}
+    drive = version_testdrive(version=version, tool="try_code", arguments={"code": 4}, seed=3)
+    assert drive.error is None and drive.step["result"] in {"higher", "lower", "open"}
+    dial = version_testdrive(version=version, tool="read_dial", arguments={})
+    assert dial.error is None and dial.step["result"] == "the dial goes from 0 to 9"
+    refused = version_testdrive(version=version, tool="try_code", arguments={"code": 42})
+    assert refused.error == "the tool failed: the dial only has 0 to 9"
+
+    page = client_for(alice).get(f"/envs/{version.environment.pk}/").content.decode()
+    assert f'id="transport-{version.pk}"' in page and "over HTTP" in page
+
+    def api_get(user, team):
+        token = token_create(user=user, team=team, name="test", scope="read")[1]
+        return client_for(user).get(f"/api/v1/environments/{version.environment.pk}",
+                                    HTTP_AUTHORIZATION=f"Bearer {token}")  # fmt: skip
+
+    shown = api_get(alice, acme).json()["versions"][0]
+    assert (shown["transport"], shown["mcp"]) == ("http", True)
+    assert api_get(charlie, globex).status_code == 404

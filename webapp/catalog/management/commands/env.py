@@ -40,6 +40,7 @@ def _version_dict(v: EnvironmentVersion) -> dict:
         "effective_capacity": v.effective_capacity,
         "seeding": v.seeding,
         "mcp": v.mcp,
+        "transport": v.transport,
         "settings": v.settings,
         "reward": v.reward_rule.as_dict(),
         "dependencies": v.dependencies,
