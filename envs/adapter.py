@@ -268,7 +268,10 @@ def _tool_method(tool: ToolSpec):
     required = set(tool.parameters.get("required", []))
     parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     annotations: dict[str, Any] = {}
-    for name, prop in properties.items():
+    # Required arguments first (Python's order; OpenEnv's calendar lists `calendarId` after optional ones), each
+    # group in the schema's own order.
+    for name in sorted(properties, key=lambda n: n not in required):
+        prop = properties[name]
         annotation = python_type(prop)
         default = inspect.Parameter.empty if name in required else prop.get("default")
         parameters.append(

@@ -138,3 +138,16 @@ def test_a_penalty_that_changes_nothing_is_a_refused_call(served_fixture):
     assert env.episode.events[-1].error is None
     assert env._episode_reward() == pytest.approx(-0.1 + env.episode.events[-1].reward)
     env._close()
+
+
+def test_required_arguments_come_first_whatever_order_the_schema_lists_them_in():
+    # OpenEnv's calendar lists a required `calendarId` after optional fields: a Python signature cannot.
+    from envs.tools import ToolSpec
+
+    tool = ToolSpec(name="get_event", description="Get an event.", mcp=True, parameters={
+        "type": "object", "required": ["calendarId", "eventId"],
+        "properties": {"timeZone": {"type": "string"}, "calendarId": {"type": "string"},
+                       "maxAttendees": {"type": "integer"}, "eventId": {"type": "string"}}})  # fmt: skip
+    cls = tool_env_class(name="calendar", tools=[tool], endpoints=["http://127.0.0.1:9"])
+    assert list(inspect.signature(cls.get_event).parameters) == ["self", "calendarId", "eventId", "timeZone",
+                                                                 "maxAttendees"]  # fmt: skip
