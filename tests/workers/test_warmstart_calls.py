@@ -5,6 +5,8 @@ a string is played with the words its description names."""
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 
@@ -14,7 +16,8 @@ from envs.providers.process import ProcessProvider
 from envs.tools import tools_from_action_schema
 from tests.envs.conftest import fixture_source
 from workers.models import warmstart
-from workers.models.warmstart import CallTally, WarmStartError, play_episodes
+from workers.models.tiny import synthetic_conversations, train_tokenizer
+from workers.models.warmstart import CallTally, WarmStartError, fitting_conversations, play_episodes
 
 
 @pytest.fixture(scope="module")
@@ -92,3 +95,20 @@ def test_an_enum_sent_as_text_is_played_with_the_words_its_description_names(ser
 )
 def test_the_values_a_description_names_are_read(description, values):
     assert described_values({"type": "string", "description": description}) == values
+
+
+def test_a_warm_start_whose_tools_outgrow_what_it_trains_on_refuses_saying_so():
+    # OpenEnv's calendar: 37 tools whose descriptions and schemas took 54,929 of the tiny tokenizer's tokens, before
+    # any call. SFT cut every conversation there and the warm start died with `num_samples=0`.
+    tokenizer = train_tokenizer(synthetic_conversations(8, seed=1))
+    tool = {"type": "function", "function": {"name": "list_events", "description": "List a calendar's events. " * 40,
+            "parameters": {"type": "object", "properties": {"calendarId": {"type": "string"}}}}}  # fmt: skip
+    call = {"type": "function", "function": {"name": "list_events", "arguments": '{"calendarId": "primary"}'}}
+    messages = [{"role": "user", "content": "Find the meeting."}, {"role": "assistant", "content": "",
+                "tool_calls": [call]}, {"role": "tool", "name": "list_events", "content": "[]"},
+                {"role": "assistant", "content": "Done."}]  # fmt: skip
+    crowded = {"messages": messages, "tools": json.dumps([tool] * 6)}
+    with pytest.raises(WarmStartError, match=r"0 of 5 played episodes fit the 1,024 tokens .* the 6 tools'"):
+        fitting_conversations(tokenizer, [crowded] * 5, max_length=1024)
+    roomy = {"messages": messages, "tools": json.dumps([tool])}
+    assert fitting_conversations(tokenizer, [roomy] * 4 + [crowded], max_length=1024) == [roomy] * 4

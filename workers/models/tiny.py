@@ -198,6 +198,10 @@ def build_tiny_model(out_dir: Path, *, progress: Callable[[str, float], None] | 
     return out_dir
 
 
+# The tokens of one conversation that SFT trains on: TRL cuts a longer one there, so its later calls teach nothing.
+SFT_MAX_LENGTH = 1024
+
+
 def sft_save(
     model,
     tokenizer,
@@ -242,7 +246,7 @@ def sft_save(
         bf16=False,
         gradient_checkpointing=False,
         assistant_only_loss=True,
-        max_length=1024,
+        max_length=SFT_MAX_LENGTH,
         seed=seed,
         dataloader_num_workers=0,
         disable_tqdm=True,

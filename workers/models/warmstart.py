@@ -111,6 +111,28 @@ def play_episodes(
     return conversations
 
 
+def fitting_conversations(tokenizer, conversations: list[dict[str, Any]], *, max_length: int) -> list[dict]:
+    """The conversations whose tokens fit what SFT trains on. Every prompt carries the version's tools (their
+    descriptions and schemas): when they alone outgrow it, a model cannot read what it is to call, so fewer than
+    MIN_CONVERSATIONS that fit is a refusal that says so, never an empty training set (`num_samples=0`)."""
+    lengths = []
+    for conversation in conversations:
+        text = tokenizer.apply_chat_template(conversation["messages"], tools=json.loads(conversation["tools"]),
+                                             tokenize=False)  # fmt: skip
+        lengths.append(len(tokenizer(text)["input_ids"]))
+    kept = [c for c, n in zip(conversations, lengths, strict=True) if n <= max_length]
+    if len(kept) < MIN_CONVERSATIONS:
+        tools = len(json.loads(conversations[0]["tools"])) if conversations else 0
+        bare = tokenizer.apply_chat_template([{"role": "user", "content": ""}], tools=json.loads(
+            conversations[0]["tools"]) if conversations else [], tokenize=False)  # fmt: skip
+        raise WarmStartError(f"{len(kept)} of {len(conversations)} played episodes fit the {max_length:,} tokens a "
+                             f"warm start trains on: the shortest takes {min(lengths, default=0):,}, of which "
+                             f"{len(tokenizer(bare)['input_ids']):,} are the {tools} tools' descriptions and schemas "
+                             "that every prompt carries; a model that cannot read its tools cannot learn to call them "
+                             "(offer fewer tools, or warm-start a model with a longer context)")  # fmt: skip
+    return kept
+
+
 def _successful_call(
     env, rng: random.Random, turn: int, tally: CallTally, tries: int = 5
 ) -> tuple[str, dict, str] | None:
@@ -160,7 +182,7 @@ def _warm_start(version, target: Path, endpoints: list[str], step_timeout: float
 
     from envs.prompts import default_prompt
     from webapp.catalog.environment_class import version_env_class
-    from workers.models.tiny import ensure_tiny_model, sft_save
+    from workers.models.tiny import SFT_MAX_LENGTH, ensure_tiny_model, sft_save
 
     base = ensure_tiny_model()
     env_class = version_env_class(version, endpoints=endpoints, step_timeout=step_timeout)
@@ -169,10 +191,11 @@ def _warm_start(version, target: Path, endpoints: list[str], step_timeout: float
     tally = CallTally()
     conversations = play_episodes(env_class, prompt=prompt, count=recipe["conversations"], seed=recipe["seed"],
                                   max_turns=recipe["max_turns"], progress=progress, tally=tally)  # fmt: skip
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    conversations = fitting_conversations(tokenizer, conversations, max_length=SFT_MAX_LENGTH)
     datasets.disable_progress_bars()
     transformers.utils.logging.disable_progress_bar()  # the caller's bar says it
     torch.manual_seed(recipe["seed"])
-    tokenizer = AutoTokenizer.from_pretrained(base)
     model = AutoModelForCausalLM.from_pretrained(base)
     target.parent.mkdir(parents=True, exist_ok=True)
     return sft_save(model, tokenizer, conversations, target, epochs=recipe["epochs"], lr=recipe["lr"],
