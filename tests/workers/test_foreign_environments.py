@@ -6,9 +6,6 @@ reach, so these run on the CPU."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -33,28 +30,9 @@ SMALL = {"num_generations": 4, "per_device_train_batch_size": 4, "max_completion
          "max_tool_calling_iterations": 4, "save_steps": 10, "learning_rate": 5e-5, "max_steps": 3}  # fmt: skip
 
 
-def git_source(tmp_path: Path) -> tuple[str, str]:
-    """An OpenEnv-like repository with the environment in `envs/<name>`, reached over file://."""
-    repo = tmp_path / "envs-repo"
-    shutil.copytree(
-        FIXTURE_ENVS / "metadata_maze", repo / "envs" / "corridor_env", ignore=shutil.ignore_patterns("__pycache__")
-    )
-    # A fixed date: the same files give the same commit in every test session, so its warm start is found cached.
-    dated = {**os.environ, "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z"}
-    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "corridor"]):
-        subprocess.run(["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args], cwd=repo, check=True,
-                       env=dated)  # fmt: skip
-    return f"file://{repo}", "envs/corridor_env"
-
-
-def add(team, pattern: str, tmp_path: Path):
-    if pattern == "git":
-        url, subdir = git_source(tmp_path)
-        env = environment_create(team=team, user=None, name="corridor", source_kind="git", source_ref=url,
-                                 git_ref="main", git_subdir=subdir)  # fmt: skip
-    else:
-        env = environment_create(team=team, user=None, name=pattern, source_kind="folder",
-                                 source_ref=str(FIXTURE_ENVS / pattern))  # fmt: skip
+def add(team, pattern: str):
+    env = environment_create(team=team, user=None, name=pattern, source_kind="folder",
+                             source_ref=str(FIXTURE_ENVS / pattern))  # fmt: skip
     return env.versions.get()
 
 
@@ -65,11 +43,12 @@ def train(team, version, model: str):
     return wait_final(run, timeout=900)
 
 
-@pytest.mark.parametrize(
-    "pattern", ["mcp_vault", "one_session", "roman_numerals", "seedless_dice", "metadata_maze", "git"]
-)
-def test_each_pattern_trains_with_real_environment_steps(pattern, acme, tiny_model, live_worker, tmp_path):
-    version = add(acme, pattern, tmp_path)
+# A git source is not among them: its pinning is tested in tests/webapp/catalog/test_openenv_patterns.py, and a git
+# version is provisioned and trained for 3 steps in tests/workers/test_catalog_runs.py (each catalog card is one);
+# warm-starting and training it here again cost CI 200 s and tested no other code.
+@pytest.mark.parametrize("pattern", ["mcp_vault", "one_session", "roman_numerals", "seedless_dice", "metadata_maze"])
+def test_each_pattern_trains_with_real_environment_steps(pattern, acme, tiny_model, live_worker):
+    version = add(acme, pattern)
     tool = version_tool(version, version.tools[0]["name"])
     drive = version_testdrive(version=version, tool=tool.name, arguments=example_arguments(tool), seed=5)
     assert drive.error is None and drive.step is not None, drive.error
@@ -100,14 +79,12 @@ def test_each_pattern_trains_with_real_environment_steps(pattern, acme, tiny_mod
         # Undeclared randomness is a seed finding, and only that: a random start is no leak between sessions.
         assert probes["seed_determinism"] == "failed" and probes["clean_reset"] == "not_applicable"
         assert probes["session_isolation"] == "passed"
-    if pattern in {"metadata_maze", "git"}:
+    if pattern == "metadata_maze":
         assert any("layout" in (t["content"] or "") for t in tool_turns), "metadata must reach the model"
-    if pattern == "git":
-        assert version.pinned_ref.startswith("git:") and len(version.pinned_ref) == 44
 
 
 def test_a_model_that_never_calls_the_tools_is_not_a_plain_success(acme, alice, tiny_model, live_worker, client):
-    version = add(acme, "mcp_vault", Path("."))
+    version = add(acme, "mcp_vault")
     run = train(acme, version, "tiny-local")  # warmed up on guess/word/move only: it calls tools vault lacks
     assert run.status == Status.SUCCEEDED
     assert run.env_tool_calls == 0 and run.episodes_recorded == 12
@@ -124,7 +101,7 @@ def test_a_warm_start_on_an_enum_sent_as_text_teaches_calls_the_environment_acce
     # text_enum: `direction` is any string to the schema, and the server refuses every word but the four its
     # description names (OpenEnv's grid_world refused 16 of 18 schema-valid calls). The warm start sends the named
     # words and keeps only the calls the environment accepted; the model it makes must then send words it takes.
-    version = add(acme, "text_enum", Path("."))
+    version = add(acme, "text_enum")
     recipe = json.loads((warm_start(version) / "trainyard-recipe.json").read_text())
     assert recipe["calls_sent"] >= 24 and recipe["calls_accepted"] / recipe["calls_sent"] >= 0.9, recipe
     run = train(acme, version, warmstart_name(version))
