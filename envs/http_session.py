@@ -55,14 +55,19 @@ def mcp_http_tools(endpoint: str, *, timeout: float = 10.0) -> list[dict[str, An
 
 
 def serves_http_only(endpoint: str, *, timeout: float = 10.0) -> bool:
-    """Whether `endpoint` is an RFC 003 HTTP server: MCP on POST /mcp and its own reset/step (no /ws, no /schema)."""
-    if mcp_http_tools(endpoint, timeout=timeout) is None:
-        return False
+    """Whether `endpoint` is an RFC 003 HTTP server: no /schema, and MCP's `initialize` answered on POST /mcp.
+    Asked at every session's open, so it asks the small questions (calendar's `tools/list` is ~100 KB)."""
+    base = endpoint.rstrip("/")
     try:
-        response = httpx.get(f"{endpoint.rstrip('/')}/schema", timeout=timeout)
-    except httpx.HTTPError:
+        if httpx.get(f"{base}/schema", timeout=timeout).status_code != 404:
+            return False
+        hello = {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "trainyard"}}
+        response = httpx.post(f"{base}/mcp", json=jsonrpc("initialize", hello), timeout=timeout,
+                              headers={"accept": "application/json, text/event-stream"})  # fmt: skip
+        answer = response.json() if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
         return False
-    return response.status_code == 404
+    return isinstance(answer, dict) and isinstance(answer.get("result"), dict)
 
 
 def to_template_action(action: dict[str, Any]) -> tuple[dict[str, Any], bool]:
