@@ -52,7 +52,9 @@ class VersionOut(Schema):
     tools: list[str]
     capacity: int
     success_threshold: float
-    settings: dict[str, Any] = Field(description="env, fixed, observation_fields, reset_args, requirements, reward")
+    settings: dict[str, Any] = Field(
+        description="env, fixed, offered_tools, observation_fields, reset_args, requirements, reward"
+    )
     reward: dict[str, str] = Field(
         description="Whose reward a run learns from: kind (sum, final, environment), the "
         "field it is read from, and its source (default, declared, detected, chosen)"
@@ -317,7 +319,9 @@ class EnvironmentIn(InputSchema):
     tags: list[str] = Field(default_factory=list, max_length=20)
     visibility: Literal["team", "shared"] = "team"
     capacity: int = Field(64, ge=1, le=4096)
-    settings: dict[str, Any] = Field(default_factory=dict, description="env, fixed, observation_fields, reset_args")
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description="env, fixed, offered_tools, observation_fields, reset_args"
+    )
 
 
 class TestDriveIn(InputSchema):
@@ -341,7 +345,7 @@ class JobOut(Schema):
 
 class VersionSettingsIn(InputSchema):
     settings: dict[str, Any] = Field(
-        description="env, fixed, observation_fields, reset_args, reward (as the settings page)"
+        description="env, fixed, offered_tools, observation_fields, reset_args, reward (as the settings page)"
     )
 
 

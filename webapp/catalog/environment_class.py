@@ -1,7 +1,7 @@
 """The one place a catalog version becomes the environment class TRL's `environment_factory` takes (envs.adapter):
-for training, for an evaluation and for a warm start alike, with the version's tools, reset columns, the observation
-fields the model reads, the action fields fixed per version and its reward rule. Only the trainer, the evaluator and
-a warm start call it (in their own processes); it imports nothing heavy."""
+for training, for an evaluation and for a warm start alike, with the tools the version offers a model, its reset
+columns, the observation fields the model reads, the action fields fixed per version and its reward rule. Only the
+trainer, the evaluator and a warm start call it (in their own processes); it imports nothing heavy."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def version_env_class(version, *, endpoints: list[str], step_timeout: float, los
     from envs.adapter import tool_env_class
 
     env_class = tool_env_class(
-        name=version.environment.slug, tools=version.tools, endpoints=endpoints, step_timeout=step_timeout,
+        name=version.environment.slug, tools=version.offered_tools, endpoints=endpoints, step_timeout=step_timeout,
         reset_columns=version.settings.get("reset_args"), observation_fields=version.settings.get("observation_fields"),
         fixed_arguments=version.fixed_fields, reward_rule=version.reward_rule,
     )  # fmt: skip

@@ -37,6 +37,10 @@ class VersionSettingsForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 2, "placeholder": 'game_name="catch"'}),
         help_text="FIELD=JSON, one a line: sent with every call and hidden from the model.",
     )  # fmt: skip
+    offered_tools = forms.CharField(
+        required=False, max_length=5000, label="Tools the model is offered",
+        help_text="Comma separated. Blank: every tool. A few of many keeps the prompt within a small model's reach.",
+    )  # fmt: skip
     observation_fields = forms.CharField(
         required=False, max_length=2000, label="Observation fields the model reads",
         help_text="Comma separated. Blank: every declared field and metadata.",
@@ -69,6 +73,7 @@ class VersionSettingsForm(forms.Form):
             raw = {
                 "env": assignments_parse(data.get("env") or "", field="env", json_values=False),
                 "fixed": assignments_parse(data.get("fixed") or "", field="fixed", json_values=True),
+                "offered_tools": names_parse(data.get("offered_tools")),
                 "observation_fields": names_parse(data.get("observation_fields")),
                 "reset_args": names_parse(data.get("reset_args")),
                 "requirements": [
@@ -91,6 +96,7 @@ class VersionSettingsForm(forms.Form):
         return {
             "env": "\n".join(f"{k}={v}" for k, v in (settings.get("env") or {}).items()),
             "fixed": "\n".join(f"{k}={json.dumps(v)}" for k, v in (settings.get("fixed") or {}).items()),
+            "offered_tools": ", ".join(settings.get("offered_tools") or []),
             "observation_fields": ", ".join(settings.get("observation_fields") or []),
             "reset_args": ", ".join(settings.get("reset_args") or []),
             "requirements": "\n".join(settings.get("requirements") or []),
@@ -115,7 +121,8 @@ class VersionSourceForm(VersionSettingsForm):
                                   help_text="Sessions a replica may take (declared; measured when added)")  # fmt: skip
 
     field_order = ["source_kind", "source_ref", "git_ref", "git_subdir", "label", "capacity", "env", "fixed",
-                   "observation_fields", "reset_args", "reward", "reward_field", "requirements"]  # fmt: skip
+                   "offered_tools", "observation_fields", "reset_args", "reward", "reward_field",
+                   "requirements"]  # fmt: skip
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()

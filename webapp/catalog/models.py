@@ -114,7 +114,8 @@ PINNED_FIELDS = ("source_kind", "source_ref", "pinned_ref", "tools", "action_sch
 #   reward:             {kind: sum|final|environment, field, source} whose reward a run learns from (envs/rewards.py;
 #                       absent: the sum of step rewards)
 #   assets:             [{name, sha256, size, folder, as}, ...] data files its server reads (envs/data_assets.py)
-SETTING_KEYS = ("env", "fixed", "observation_fields", "reset_args", "requirements", "reward", "assets")
+#   offered_tools:      [tool, ...] the tools a model is offered (absent: every tool); the server keeps them all
+SETTING_KEYS = ("env", "fixed", "observation_fields", "reset_args", "requirements", "reward", "assets", "offered_tools")
 
 
 class EnvironmentVersion(models.Model):
@@ -194,6 +195,14 @@ class EnvironmentVersion(models.Model):
     @property
     def server_env(self) -> dict[str, str]:
         return {str(k): str(v) for k, v in (self.settings.get("env") or {}).items()}
+
+    @property
+    def offered_tools(self) -> list[dict]:
+        """The tools a model is offered, in the server's order: a subset a user chose, or every tool. A server with
+        dozens of long tools (OpenEnv's calendar: 37, 54,928 tokens of descriptions) outgrows a small model's
+        context before its first call; offering the few a task needs makes it trainable."""
+        chosen = self.settings.get("offered_tools")
+        return [t for t in self.tools if t.get("name") in chosen] if chosen else list(self.tools)
 
     @property
     def fixed_fields(self) -> dict:

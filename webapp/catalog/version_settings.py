@@ -1,6 +1,6 @@
-"""A version's settings: its server's environment variables, action fields fixed per version, what the model reads
-of an observation, and which dataset columns reach reset(). Validated against what the server described, so a
-typo is a field error, never a run that fails at step 1."""
+"""A version's settings: its server's environment variables, action fields fixed per version, the tools a model is
+offered, what the model reads of an observation, and which dataset columns reach reset(). Validated against what
+the server described, so a typo is a field error, never a run that fails at step 1."""
 
 from __future__ import annotations
 
@@ -148,6 +148,18 @@ def settings_clean(raw: dict[str, Any] | None, *, tools: list[dict], observation
         errors["assets"] = "Assets are added with `manage.py env asset add` (or the version page), not typed in."
     elif checked:
         out["assets"] = [a.as_dict() for a in checked]
+
+    offered_tools = names_parse(raw.get("offered_tools"))
+    if offered_tools is not None:
+        names = [t.get("name") for t in tools]
+        unknown_tools = [n for n in offered_tools if n not in names]
+        if unknown_tools:
+            shown = (", ".join(names[:20]) or "none") + (f" and {len(names) - 20} more" if len(names) > 20 else "")
+            errors["offered_tools"] = f"{unknown_tools[0][:100]!r} is not one of this server's tools ({shown})."
+        elif len(offered_tools) > MAX_ENTRIES:
+            errors["offered_tools"] = f"At most {MAX_ENTRIES} tools may be offered."
+        else:
+            out["offered_tools"] = [n for n in names if n in offered_tools]  # the server's order, once each
 
     reset_args = names_parse(raw.get("reset_args"))
     if reset_args is not None:

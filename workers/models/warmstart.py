@@ -129,7 +129,8 @@ def fitting_conversations(tokenizer, conversations: list[dict[str, Any]], *, max
                              f"warm start trains on: the shortest takes {min(lengths, default=0):,}, of which "
                              f"{len(tokenizer(bare)['input_ids']):,} are the {tools} tools' descriptions and schemas "
                              "that every prompt carries; a model that cannot read its tools cannot learn to call them "
-                             "(offer fewer tools, or warm-start a model with a longer context)")  # fmt: skip
+                             "(offer it fewer: `env add --tools NAME,…`, or the version's \"Tools the model is "
+                             "offered\"; or warm-start a model with a longer context)")  # fmt: skip
     return kept
 
 

@@ -336,3 +336,39 @@ def test_a_server_with_no_socket_is_added_through_its_mcp_tools_and_test_driven_
     shown = api_get(alice, acme).json()["versions"][0]
     assert (shown["transport"], shown["mcp"]) == ("http", True)
     assert api_get(charlie, globex).status_code == 404
+
+
+def test_a_version_offers_a_model_the_tools_it_chose_and_keeps_the_others_on_its_server(acme, alice, bob, charlie,
+                                                                                      client_for):  # fmt: skip
+    # A server with dozens of long tools (OpenEnv's calendar: 37) outgrows a small model before its first call; the
+    # version offers a model the few a task needs, and trust probes and test drives still reach every tool.
+    from webapp.catalog.environment_class import version_env_class
+
+    out = StringIO()
+    call_command("env", "add", "--folder", str(FIXTURE_ENVS / "mcp_vault"), "--tools", "read_dial", "--team", "acme",
+                 "--json", stdout=out)  # fmt: skip
+    version = Environment.objects.get(slug=json.loads(out.getvalue())["environment"]).versions.get()
+    assert version.settings["offered_tools"] == ["read_dial"]
+    assert [t["name"] for t in version.offered_tools] == ["read_dial"] and len(version.tools) == 2
+    env_class = version_env_class(version, endpoints=["ws://127.0.0.1:1"], step_timeout=5)
+    assert [t.name for t in env_class.tools] == ["read_dial"] and not hasattr(env_class, "try_code")
+    assert version_testdrive(version=version, tool="try_code", arguments={"code": 4}, seed=3).error is None
+
+    page = client_for(alice).get(f"/envs/{version.environment.pk}/").content.decode()
+    assert f'id="offered-{version.pk}"' in page and "1 of 2" in page and "not offered" in page
+    assert client_for(charlie).get(f"/envs/{version.environment.pk}/").status_code == 404
+
+    # Bob widens it from the settings form; a name the server does not list is a field error and changes nothing.
+    url = f"/envs/{version.environment.pk}/versions/{version.pk}/settings/"
+    client_for(bob).post(url, {"offered_tools": "read_dial, try_doors"})
+    version.refresh_from_db()
+    assert version.settings["offered_tools"] == ["read_dial"]
+    refused = client_for(bob).post(url, {"offered_tools": "read_dial, try_doors"}, follow=True).content.decode()
+    assert "&#x27;try_doors&#x27; is not one of this server&#x27;s tools (try_code, read_dial)" in refused
+    client_for(bob).post(url, {"offered_tools": "try_code,read_dial"})
+    version.refresh_from_db()
+    assert version.settings["offered_tools"] == ["try_code", "read_dial"]  # the server's order
+    with pytest.raises(CommandError, match="'dial' is not one of this server's tools"):
+        call_command("env", "add", "--folder", str(FIXTURE_ENVS / "mcp_vault"), "--slug", "vault-2", "--tools", "dial",
+                     "--team", "acme", "--json", stdout=StringIO())  # fmt: skip
+    assert not Environment.objects.filter(slug="vault-2").exists()

@@ -115,6 +115,11 @@ class Command(BaseCommand):
         add.add_argument("--asset", action="append", default=[], metavar="PATH[=VARIABLE]",
                          help="a data file or folder its server reads, and the variable that names it "
                               "(NLTK_DATA, HF_HOME, FINQA_DATA_PATH, …)")  # fmt: skip
+        add.add_argument(
+            "--tools",
+            dest="offered_tools",
+            help="comma separated tools the model is offered (default: every tool the server lists)",
+        )
         add.add_argument("--observation-fields", help="comma separated fields the model reads")
         add.add_argument("--reset-args", help="comma separated dataset columns that reach reset()")
         add.add_argument(
@@ -303,6 +308,7 @@ class Command(BaseCommand):
             settings = {
                 "env": assignments_parse(options["env"], field="env", json_values=False),
                 "fixed": assignments_parse(options["fixed"], field="fixed", json_values=True),
+                "offered_tools": names_parse(options.get("offered_tools")),
                 "observation_fields": names_parse(options.get("observation_fields")),
                 "reset_args": names_parse(options.get("reset_args")),
                 "requirements": options["requirement"],
