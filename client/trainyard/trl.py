@@ -129,17 +129,19 @@ def recorded(factory):
 
     namespace["reset"] = functools.wraps(factory.reset)(reset)
     for name in tools:
-        namespace[name] = _recorded_tool(getattr(factory, name), name)
+        # TRL offers a public @staticmethod as a tool too (it lists the class's functions), called without `self`.
+        static = isinstance(inspect.getattr_static(factory, name), staticmethod)
+        namespace[name] = _recorded_tool(getattr(factory, name), name, static=static)
     return type(factory.__name__, (factory,), namespace)
 
 
-def _recorded_tool(method, name: str):
+def _recorded_tool(method, name: str, *, static: bool = False):
     @functools.wraps(method)
     def call(self, *args, **kwargs):
         calls = self.__dict__.setdefault("_trainyard_calls", [])
         started = time.perf_counter()
         try:
-            result = method(self, *args, **kwargs)
+            result = method(*args, **kwargs) if static else method(self, *args, **kwargs)
         except Exception as exc:
             calls.append({"name": name, "error": f"{type(exc).__name__}: {exc}"[:RESULT_LIMIT],
                           "seconds": round(time.perf_counter() - started, 4)})  # fmt: skip
@@ -147,6 +149,10 @@ def _recorded_tool(method, name: str):
         calls.append({"name": name, "seconds": round(time.perf_counter() - started, 4)})
         return result
 
+    if static:  # recorded on the instance, so a method; its signature (what TRL describes) stays the function's
+        signature = inspect.signature(method)
+        self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        call.__signature__ = signature.replace(parameters=[self_parameter, *signature.parameters.values()])
     return call
 
 

@@ -26,6 +26,15 @@ class Board:
         self.moves.append(square)
         return f"played {square}"
 
+    @staticmethod
+    def rules(topic: str) -> str:
+        """Read the rules.
+
+        Args:
+            topic: what to read about.
+        """
+        return f"the rules of {topic}"
+
 
 def test_tools_keep_what_trl_reads_and_their_calls_are_recorded_with_errors():
     Recorded = recorded(Board)
@@ -45,3 +54,16 @@ def test_tools_keep_what_trl_reads_and_their_calls_are_recorded_with_errors():
     board.reset()
     assert board._trainyard_calls == []  # each episode its own
     assert set(recorded({"a": Board, "b": Board})) == {"a", "b"}
+
+
+def test_a_public_static_method_is_a_tool_as_trl_offers_it_and_is_recorded_without_self():
+    # TRL lists a class's functions as tools, a @staticmethod among them, and calls it without `self`.
+    from transformers.utils import get_json_schema
+
+    Recorded = recorded(Board)
+    board = Recorded()
+    board.reset()
+    assert inspect.signature(board.rules) == inspect.signature(Board.rules)
+    assert get_json_schema(board.rules) == get_json_schema(Board.rules)
+    assert board.rules(topic="castling") == "the rules of castling"
+    assert board._trainyard_calls[0]["name"] == "rules" and "error" not in board._trainyard_calls[0]
