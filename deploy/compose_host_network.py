@@ -46,6 +46,9 @@ def host_network_variant(compose: dict[str, Any], args: argparse.Namespace) -> d
         if args.image:
             service["image"] = args.image
         service["volumes"] = volumes_with(service.get("volumes", []), args.volume)
+        for assignment in args.env:
+            name_, _, value = assignment.partition("=")
+            service.setdefault("environment", {})[name_] = value
     if "web" in services:
         services["web"]["command"] = ["sh", "-c", "python manage.py migrate --noinput && exec daphne -b 127.0.0.1 "
                                       f"-p {args.web_port} webapp.asgi:application"]  # fmt: skip
@@ -110,6 +113,13 @@ def main(argv: list[str] | None = None) -> None:
         action="append",
         default=[],
         help="an extra HOST:CONTAINER[:ro] for app services (in place of one at the same path)",
+    )
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an extra environment variable for the app services (OMP_NUM_THREADS=1 beside other work on the host)",
     )
     parser.add_argument(
         "--no-gpu-reservations",

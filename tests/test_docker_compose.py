@@ -113,6 +113,13 @@ def test_the_host_network_variant_puts_an_extra_volume_in_place_of_the_one_at_th
         assert "/m:/data/cache/models/m:ro" in volumes and "trainyard-data:/data" in volumes
 
 
+def test_the_host_network_variant_gives_app_services_extra_variables():
+    variant = host_network_variant_of("--env", "OMP_NUM_THREADS=1", "--compose", "docker-compose.worker-host.yml",
+                                      "--no-gpu-reservations")  # fmt: skip
+    environment = variant["services"]["worker"]["environment"]
+    assert environment["OMP_NUM_THREADS"] == "1" and environment["REDIS_URL"].startswith("${REDIS_URL:?")
+
+
 # -- the stack, booted ------------------------------------------------------------------------------------
 
 
@@ -206,6 +213,9 @@ def test_the_compose_stack_and_a_second_worker_host_train_across_hosts(tiny_mode
     store.chmod(0o777)
     socket = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock").removeprefix("unix://")
     common = ["--image", "trainyard:ci", "--base-image", base, "--docker-socket", socket]
+    # The containers' torch takes this lane's share of the cores (tests/lanes.sh), as the lane's own trainers do.
+    common += [f"--env={name}={os.environ[name]}" for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+               if name in os.environ]  # fmt: skip
     a_file, b_file = tmp_path / "compose.host.yml", tmp_path / "worker-host.host.yml"
     host_network_file(a_file, *common, "--postgres-image", "trainyard-postgres:ci", "--redis-image",
                       "trainyard-redis:ci", "--volume", f"{model}:/data/cache/models/{tiny_model.name}:ro",
