@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from typing import Any
@@ -66,6 +67,52 @@ def offered_values(observation: Any, limit: int = 200) -> list[Any]:
     return found[:limit]
 
 
+def _parsed(value: Any) -> Any:
+    """A text that is JSON (an MCP tool's result: `{"items": [{"id": "primary", …}]}`) as what it holds."""
+    if isinstance(value, str) and value[:1] in "{[" and len(value) <= 200_000:
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def named_values(observation: Any, limit: int = 200) -> dict[str, list[Any]]:
+    """Every short string or integer an observation names, by the key that names it, at any depth and inside JSON
+    texts (a tool's result): {"id": ["primary", "team@example.com"], "summary": [...]}. An argument called
+    `calendarId` wants one of the `id`s the calendar list answered, never a word made up ("Calendar with id 'crane'
+    does not exist": OpenEnv's calendar refused 605 of 864 such calls)."""
+    found: dict[str, list[Any]] = {}
+
+    def walk(value: Any, key: str | None) -> None:
+        value = _parsed(value)
+        if isinstance(value, dict):
+            for name, item in value.items():
+                walk(item, str(name))
+        elif isinstance(value, list):
+            for item in value:
+                walk(item, key)
+        elif key is not None and (
+            (isinstance(value, str) and 0 < len(value) <= 200)
+            or (isinstance(value, int) and not isinstance(value, bool))
+        ):
+            values = found.setdefault(key, [])
+            if value not in values and len(values) < limit:
+                values.append(value)
+
+    walk(observation, None)
+    return found
+
+
+def identifier_pool(argument: str, named: dict[str, list[Any]]) -> list[Any]:
+    """For an identifier argument (`calendarId`, `event_id`, `id`): the values named by its own key, else by `id`.
+    Other arguments take no named value (a `direction` the last answer echoed is no list of choices)."""
+    lowered = argument.lower()
+    if not (lowered == "id" or lowered.endswith("_id") or (argument.endswith("Id") and len(argument) > 2)):
+        return []
+    return named.get(argument) or named.get("id", [])
+
+
 LISTED = re.compile(r"\b(?:one of|either|choose from|any of|options?(?: are)?|values?(?: are)?)\s*:?\s*"
                     r"((?:[`'\"]?[\w-]{1,30}[`'\"]?(?:\s*(?:,|/|\||\bor\b)\s*)){1,20}[`'\"]?[\w-]{1,30}[`'\"]?)",
                     re.I)  # fmt: skip
@@ -89,17 +136,23 @@ def described_values(prop: dict[str, Any]) -> list[str]:
 
 def offered_arguments(tool: ToolSpec, observation: Any, rng: random.Random) -> dict[str, Any] | None:
     """Random valid arguments with each free-form string or integer argument taken from what the observation offers
-    (within the argument's bounds), or for a string, from the values its description names; None when neither
-    offers anything that fits."""
+    (within the argument's bounds): for an identifier, the values it names under the argument's key or under `id`;
+    else its lists of choices; else, for a string, the values its description names. None when nothing fits."""
     offers = offered_values(observation)
+    named = named_values(observation)
     pools: dict[str, list[Any]] = {}
     for name, prop in tool.parameters.get("properties", {}).items():
         if "enum" in prop:
             continue
         kind = prop.get("type")
         low, high = prop.get("minimum", float("-inf")), prop.get("maximum", float("inf"))
-        pool = [v for v in offers if (kind == "string" and isinstance(v, str))
-                or (kind == "integer" and isinstance(v, int) and low <= v <= high)]  # fmt: skip
+
+        def fits(value: Any, kind=kind, low=low, high=high) -> bool:
+            return (kind == "string" and isinstance(value, str)) or (
+                kind == "integer" and isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+            )
+
+        pool = [v for v in identifier_pool(name, named) if fits(v)] or [v for v in offers if fits(v)]
         if not pool and kind == "string":
             pool = described_values(prop)
         if pool:

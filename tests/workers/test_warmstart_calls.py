@@ -10,7 +10,7 @@ import json
 import httpx
 import pytest
 
-from envs.actions import described_values
+from envs.actions import described_values, named_values, offered_arguments
 from envs.adapter import tool_env_class
 from envs.providers.process import ProcessProvider
 from envs.tools import tools_from_action_schema
@@ -95,6 +95,28 @@ def test_an_enum_sent_as_text_is_played_with_the_words_its_description_names(ser
 )
 def test_the_values_a_description_names_are_read(description, values):
     assert described_values({"type": "string", "description": description}) == values
+
+
+def test_an_identifier_is_one_an_earlier_answer_named_even_inside_a_tools_json_text():
+    # OpenEnv's calendar refused 605 of 864 list_events calls ("Calendar with id 'crane' does not exist"): its
+    # calendarId must be one of the ids that get_calendar_list answered, in an MCP result's JSON text.
+    import random
+
+    from envs.tools import ToolSpec
+
+    calendars = [{"id": "primary", "summary": "Alice"}, {"id": "team@example.com", "summary": "Team"}]
+    listing = json.dumps({"kind": "calendarList", "items": calendars})
+    observation = {"result": listing, "reward": None, "done": False, "metadata": {}}
+    events = ToolSpec(name="list_events", description="", parameters={"type": "object", "required": ["calendarId"],
+                      "properties": {"calendarId": {"type": "string"}, "q": {"type": "string"}}})  # fmt: skip
+    rng = random.Random(3)
+    sent = [offered_arguments(events, observation, rng) for _ in range(20)]
+    assert {a["calendarId"] for a in sent} == {"primary", "team@example.com"}
+    assert not {a.get("q") for a in sent} & {"primary", "team@example.com"}  # not an identifier: no named value
+    step = ToolSpec(name="step", description="", parameters={"type": "object", "required": ["direction"],
+                    "properties": {"direction": {"type": "string"}}})  # fmt: skip
+    assert offered_arguments(step, {"direction": "up", "message": "moved"}, rng) is None  # an echo is no choice
+    assert named_values({"result": "{not json"}) == {"result": ["{not json"]}
 
 
 def test_a_warm_start_whose_tools_outgrow_what_it_trains_on_refuses_saying_so():
