@@ -32,12 +32,13 @@ def random_value(prop: dict[str, Any], rng: random.Random) -> Any:
     return None
 
 
-def random_arguments(tool: ToolSpec, rng: random.Random) -> dict[str, Any]:
+def random_arguments(tool: ToolSpec, rng: random.Random, *, minimal: bool = False) -> dict[str, Any]:
+    """Schema-valid arguments: the required ones, and each optional one half the time (`minimal`: none)."""
     params = tool.parameters.get("properties", {})
     required = set(tool.parameters.get("required", []))
     arguments = {}
     for name, prop in params.items():
-        if name in required or rng.random() < 0.5:
+        if name in required or (not minimal and rng.random() < 0.5):
             value = random_value(prop, rng)
             if value is not None:
                 arguments[name] = value
@@ -134,10 +135,13 @@ def described_values(prop: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(v for v in found if v.lower() not in {"a", "an", "the", "and", "or"}))
 
 
-def offered_arguments(tool: ToolSpec, observation: Any, rng: random.Random) -> dict[str, Any] | None:
+def offered_arguments(
+    tool: ToolSpec, observation: Any, rng: random.Random, *, minimal: bool = False
+) -> dict[str, Any] | None:
     """Random valid arguments with each free-form string or integer argument taken from what the observation offers
     (within the argument's bounds): for an identifier, the values it names under the argument's key or under `id`;
-    else its lists of choices; else, for a string, the values its description names. None when nothing fits."""
+    else its lists of choices; else, for a string, the values its description names. None when nothing fits.
+    `minimal`: the required arguments only, and the optional ones the observation offers."""
     offers = offered_values(observation)
     named = named_values(observation)
     pools: dict[str, list[Any]] = {}
@@ -159,9 +163,10 @@ def offered_arguments(tool: ToolSpec, observation: Any, rng: random.Random) -> d
             pools[name] = pool
     if not pools:
         return None  # (no random draw: a warm start's sequence stays what it was for such a tool)
-    arguments = random_arguments(tool, rng)
+    arguments = random_arguments(tool, rng, minimal=minimal)
     for name, pool in pools.items():
-        arguments[name] = rng.choice(pool)
+        if not minimal or name in arguments or identifier_pool(name, named):
+            arguments[name] = rng.choice(pool)
     return arguments
 
 

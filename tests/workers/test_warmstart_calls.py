@@ -64,7 +64,7 @@ def test_the_moves_an_observation_offers_are_sent_and_accepted(legal_moves):
 def test_a_warm_start_that_the_environment_refuses_says_which_tool_and_arguments(legal_moves, monkeypatch):
     # Without the offered moves, schema-valid words are what chess was sent ("river", "stone"): each is answered
     # with a penalty and the same board, which is a refusal; the warm start refuses to make a model of that.
-    monkeypatch.setattr(warmstart, "offered_arguments", lambda tool, observation, rng: None)
+    monkeypatch.setattr(warmstart, "offered_arguments", lambda tool, observation, rng, minimal=False: None)
     tally = CallTally()
     with pytest.raises(WarmStartError) as refused:
         play(legal_moves, tally)
@@ -99,7 +99,9 @@ def test_the_values_a_description_names_are_read(description, values):
 
 def test_an_identifier_is_one_an_earlier_answer_named_even_inside_a_tools_json_text():
     # OpenEnv's calendar refused 605 of 864 list_events calls ("Calendar with id 'crane' does not exist"): its
-    # calendarId must be one of the ids that get_calendar_list answered, in an MCP result's JSON text.
+    # calendarId must be one of the ids that get_calendar_list answered, in an MCP result's JSON text; then it
+    # refused most of the rest for a made-up optional argument ("iCalUID": "amber"): after two refusals a warm start
+    # sends the required arguments alone (… and never in a minimal call).
     import random
 
     from envs.tools import ToolSpec
@@ -113,6 +115,8 @@ def test_an_identifier_is_one_an_earlier_answer_named_even_inside_a_tools_json_t
     sent = [offered_arguments(events, observation, rng) for _ in range(20)]
     assert {a["calendarId"] for a in sent} == {"primary", "team@example.com"}
     assert not {a.get("q") for a in sent} & {"primary", "team@example.com"}  # not an identifier: no named value
+    assert "q" in {k for a in sent for k in a}  # an optional argument, made up half the time …
+    assert all(set(offered_arguments(events, observation, rng, minimal=True)) == {"calendarId"} for _ in range(10))
     step = ToolSpec(name="step", description="", parameters={"type": "object", "required": ["direction"],
                     "properties": {"direction": {"type": "string"}}})  # fmt: skip
     assert offered_arguments(step, {"direction": "up", "message": "moved"}, rng) is None  # an echo is no choice
