@@ -600,7 +600,7 @@ def probe_capacity(ctx: ProbeContext) -> ProbeResult:
         return failed("capacity", f"{ctx.capacity} sessions connect, but fail when they step at the same moment",
                       together[:4])  # fmt: skip
     if refused_at is None and over_http:  # a tenant per session: the server holds nothing it could refuse
-        return ProbeResult("capacity", PASSED, f"{ctx.capacity} sessions stepped together 3 times without a failure; "
+        return ProbeResult("capacity", PASSED, f"{_stepped(ctx.capacity)} 3 times without a failure; "
                            "over HTTP a session is a tenant the server keeps no slot for, so it refuses none: the "
                            "declared capacity is the limit Trainyard keeps")  # fmt: skip
     if refused_at is None:
@@ -613,8 +613,12 @@ def probe_capacity(ctx: ProbeContext) -> ProbeResult:
     if refused_at[0] < ctx.capacity:
         return failed("capacity", f"refused session {refused_at[0] + 1} of a declared {ctx.capacity}",
                       [f"session {refused_at[0] + 1} (with {refused_at[0]} open): {refused_at[1][:300]}"])  # fmt: skip
-    return ProbeResult("capacity", PASSED, f"{ctx.capacity} sessions stepped together 3 times without a failure; "
+    return ProbeResult("capacity", PASSED, f"{_stepped(ctx.capacity)} 3 times without a failure; "
                        f"session {ctx.capacity + 1} refused: {refused_at[1][:120]}")  # fmt: skip
+
+
+def _stepped(sessions: int) -> str:
+    return f"{sessions} sessions stepped together" if sessions != 1 else "1 session stepped"
 
 
 def _slots_free(ctx: ProbeContext) -> int:
