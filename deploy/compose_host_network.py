@@ -46,9 +46,7 @@ def host_network_variant(compose: dict[str, Any], args: argparse.Namespace) -> d
         if args.image:
             service["image"] = args.image
         service["volumes"] = volumes_with(service.get("volumes", []), args.volume)
-        for assignment in args.env:
-            name_, _, value = assignment.partition("=")
-            service.setdefault("environment", {})[name_] = value
+        service.setdefault("environment", {}).update(args.env)
     if "web" in services:
         services["web"]["command"] = ["sh", "-c", "python manage.py migrate --noinput && exec daphne -b 127.0.0.1 "
                                       f"-p {args.web_port} webapp.asgi:application"]  # fmt: skip
@@ -97,6 +95,13 @@ def databases_on_host_ports(services: dict[str, Any], args: argparse.Namespace) 
         env["REDIS_URL"] = f"redis://127.0.0.1:{args.redis_port}/0"
 
 
+def assignment(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=VALUE")
+    return name, value
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--compose", default=str(ROOT / "docker-compose.yml"))
@@ -117,6 +122,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--env",
         action="append",
+        type=assignment,
         default=[],
         metavar="NAME=VALUE",
         help="an extra environment variable for the app services (OMP_NUM_THREADS=1 beside other work on the host)",
