@@ -2,18 +2,17 @@
 that lacks one pulls it rather than building it again (minutes of CPU), and a host that built one publishes it.
 
 A model in the store is whole once its recipe file is there (uploaded last), and it serves only a host whose code
-would build the same model (the recipe file's fingerprint: workers.models.tiny.builder_fingerprint)."""
+would build the same model (the recipe file's fingerprint: workers.models.tiny.record_current)."""
 
 from __future__ import annotations
 
 import fcntl
-import json
 from collections.abc import Callable
 from pathlib import Path
 
 from webapp.artifacts.layout import model_key
 from webapp.artifacts.store import artifact_store
-from workers.models.tiny import builder_fingerprint, model_current
+from workers.models.tiny import model_current, record_current
 
 MARKER = "trainyard-recipe.json"
 Progress = Callable[[str, float], None]
@@ -21,10 +20,7 @@ Progress = Callable[[str, float], None]
 
 def _stored_current(key: str) -> bool:
     record = artifact_store().read_text(f"{key}/{MARKER}", default="")
-    try:
-        return bool(record) and json.loads(record).get("fingerprint") == builder_fingerprint()
-    except ValueError:
-        return False
+    return bool(record) and record_current(record)
 
 
 def model_publish(folder: Path) -> None:

@@ -214,6 +214,7 @@ def sft_save(
     recipe: dict,
     progress: Callable[[str, float], None],
     warmup_steps: int = 10,
+    builder: str = "tiny",
 ) -> Path:
     """A short SFT on tool-calling conversations (assistant tokens only), saved so that `out_dir` appears whole or
     not at all. Shared by the tiny model's build and every warm start."""
@@ -259,7 +260,8 @@ def sft_save(
     progress("saving", 0.99)
     model.save_pretrained(work)
     tokenizer.save_pretrained(work)
-    (work / "trainyard-recipe.json").write_text(json.dumps({**recipe, "fingerprint": builder_fingerprint()}, indent=2))
+    record = {**recipe, "builder": builder, "fingerprint": builder_fingerprint(builder)}
+    (work / "trainyard-recipe.json").write_text(json.dumps(record, indent=2))
     shutil.rmtree(work / "sft", ignore_errors=True)
     shutil.rmtree(out_dir, ignore_errors=True)
     work.rename(out_dir)  # appears whole or not at all
@@ -268,20 +270,23 @@ def sft_save(
 
 
 # What a model Trainyard makes depends on besides its recipe: the code that plays, tokenizes and trains, and the
-# libraries whose formats it writes. A cache shared by several checkouts must never serve a model of other code.
-FINGERPRINT_SOURCES = (
-    "workers/models/tiny.py", "workers/models/warmstart.py", "envs/adapter.py", "envs/tools.py", "envs/prompts.py",
-    "envs/mcp_tools.py", "envs/actions.py", "envs/volatile.py", "envs/guess_number", "envs/word_guess",
-    "envs/grid_catch",
+# libraries whose formats it writes. A cache shared by several checkouts must never serve a model of other code. Each
+# builder has its own sources, so that a change to the warm start's player leaves the tiny model (minutes of CPU: the
+# base of every warm start) in the cache; a warm start depends on all that the tiny model does, and on its player.
+TINY_SOURCES = (
+    "workers/models/tiny.py", "envs/adapter.py", "envs/tools.py", "envs/prompts.py", "envs/mcp_tools.py",
+    "envs/volatile.py", "envs/guess_number", "envs/word_guess", "envs/grid_catch",
 )  # fmt: skip
+BUILDER_SOURCES = {"tiny": TINY_SOURCES, "warmstart": (*TINY_SOURCES, "workers/models/warmstart.py", "envs/actions.py")}
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def builder_fingerprint() -> str:
+def builder_fingerprint(builder: str = "tiny") -> str:
+    """A digest of the code a builder ("tiny" or "warmstart") runs, and of the pinned libraries."""
     from importlib.metadata import version
 
     digest = hashlib.sha256()
-    for name in FINGERPRINT_SOURCES:
+    for name in BUILDER_SOURCES[builder]:
         path = REPO_ROOT / name
         for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
             digest.update(str(file.relative_to(REPO_ROOT)).encode())
@@ -291,15 +296,20 @@ def builder_fingerprint() -> str:
     return digest.hexdigest()[:16]
 
 
+def record_current(record: str) -> bool:
+    """A model's recipe file (its text) was written by a builder whose code here is the code that built it."""
+    try:
+        body = json.loads(record)
+    except ValueError:
+        return False
+    builder = body.get("builder") if isinstance(body, dict) else None
+    return builder in BUILDER_SOURCES and body.get("fingerprint") == builder_fingerprint(builder)
+
+
 def model_current(folder: Path) -> bool:
     """A model folder is whole (config.json) and was built by this code (its recorded fingerprint)."""
     record = folder / "trainyard-recipe.json"
-    if not (folder / "config.json").exists() or not record.exists():
-        return False
-    try:
-        return json.loads(record.read_text()).get("fingerprint") == builder_fingerprint()
-    except ValueError:
-        return False
+    return (folder / "config.json").exists() and record.exists() and record_current(record.read_text())
 
 
 def built_once(target: Path, build: Callable[[], Path]) -> Path:
