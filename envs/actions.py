@@ -135,6 +135,21 @@ def described_values(prop: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(v for v in found if v.lower() not in {"a", "an", "the", "and", "or"}))
 
 
+def spelled_words(tools: list[ToolSpec], limit: int = 200) -> list[str]:
+    """The words a valid call of these tools must spell exactly: the tools' names, the string values of their enums,
+    and the values a free string's description names ("one of UP, DOWN, LEFT or RIGHT"). A model that gets one letter
+    of them wrong makes a call the environment refuses, however right its choice was."""
+    words: list[str] = []
+    for tool in tools:
+        words.append(tool.name)
+        for prop in tool.parameters.get("properties", {}).values():
+            if "enum" in prop:
+                words += [v for v in prop["enum"] if isinstance(v, str)]
+            elif prop.get("type") == "string":
+                words += described_values(prop)
+    return list(dict.fromkeys(w for w in words if 0 < len(w) <= 40 and not w.isspace()))[:limit]
+
+
 def offered_arguments(
     tool: ToolSpec, observation: Any, rng: random.Random, *, minimal: bool = False
 ) -> dict[str, Any] | None:

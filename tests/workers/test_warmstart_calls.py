@@ -10,14 +10,20 @@ import json
 import httpx
 import pytest
 
-from envs.actions import described_values, named_values, offered_arguments
+from envs.actions import described_values, named_values, offered_arguments, spelled_words
 from envs.adapter import tool_env_class
 from envs.providers.process import ProcessProvider
 from envs.tools import tools_from_action_schema
 from tests.envs.conftest import fixture_source
 from workers.models import warmstart
 from workers.models.tiny import synthetic_conversations, train_tokenizer
-from workers.models.warmstart import CallTally, WarmStartError, fitting_conversations, play_episodes
+from workers.models.warmstart import (
+    CallTally,
+    WarmStartError,
+    fitting_conversations,
+    play_episodes,
+    tokens_for_words,
+)
 
 
 @pytest.fixture(scope="module")
@@ -138,3 +144,40 @@ def test_a_warm_start_whose_tools_outgrow_what_it_trains_on_refuses_saying_so():
         fitting_conversations(tokenizer, [crowded] * 5, max_length=1024)
     roomy = {"messages": messages, "tools": json.dumps([tool])}
     assert fitting_conversations(tokenizer, [roomy] * 4 + [crowded], max_length=1024) == [roomy] * 4
+
+
+def test_the_words_a_call_must_spell_become_tokens_of_their_own():
+    # OpenEnv's grid_world: its action is an enum of UP, DOWN, LEFT, RIGHT, which the tiny tokenizer (trained on the
+    # built-in games' lowercase words) cut in pieces; the model garbled them ("DP", "RIGE") and 12 of 13 calls of a
+    # 3-step run were refused.
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    from envs.tools import ToolSpec
+
+    move = ToolSpec(name="grid_move", description="", parameters={"type": "object", "required": ["action"],
+                    "properties": {"action": {"type": "string", "enum": ["UP", "DOWN", "LEFT", "RIGHT"]},
+                                   "note": {"type": "string", "description": "'fast' or 'careful'"}}})  # fmt: skip
+    words = spelled_words([move])
+    assert words == ["grid_move", "UP", "DOWN", "LEFT", "RIGHT", "fast", "careful"]
+
+    tokenizer = train_tokenizer(synthetic_conversations(8, seed=1))
+    torch.manual_seed(0)
+    model = Qwen3ForCausalLM(Qwen3Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
+                             num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1, head_dim=16,
+                             tie_word_embeddings=True))  # fmt: skip
+    pieces = tokenizer("RIGHT", add_special_tokens=False)["input_ids"]
+    assert len(pieces) > 1
+    before = model.get_input_embeddings().weight[pieces].mean(dim=0).detach().clone()
+
+    added = tokens_for_words(model, tokenizer, words)
+    assert "RIGHT" in added and "UP" in added
+    assert model.get_input_embeddings().weight.shape[0] == len(tokenizer)
+    assert model.get_output_embeddings().weight.data_ptr() == model.get_input_embeddings().weight.data_ptr()
+    call = tokenizer('{"action": "RIGHT"}', add_special_tokens=False)["input_ids"]
+    assert tokenizer.convert_tokens_to_ids("RIGHT") in call
+    assert torch.allclose(model.get_input_embeddings().weight[tokenizer.convert_tokens_to_ids("RIGHT")], before)
+    assert tokenizer.decode(call) == '{"action": "RIGHT"}'
+    # A whole word only: the UP of UPDATE stays in pieces. A word the tokenizer already has is not added twice.
+    assert tokenizer.convert_tokens_to_ids("UP") not in tokenizer("UPDATE", add_special_tokens=False)["input_ids"]
+    assert tokens_for_words(model, tokenizer, words) == []

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from envs.actions import offered_arguments, random_arguments
+from envs.actions import offered_arguments, random_arguments, spelled_words
 from envs.adapter import ToolFailed
 from webapp.artifacts.model_names import WARMSTART_RECIPE, warmstart_dir
 
@@ -134,6 +134,32 @@ def fitting_conversations(tokenizer, conversations: list[dict[str, Any]], *, max
     return kept
 
 
+def tokens_for_words(model, tokenizer, words: list[str]) -> list[str]:
+    """Give each word a call must spell exactly (a tool's name, an enum value) that the base tokenizer splits into
+    pieces a token of its own, learned in the SFT that follows; the words added.
+
+    The tiny model's tokenizer learned the built-in games' words: OpenEnv's grid_world takes UP, DOWN, LEFT or RIGHT,
+    which it spelled in up to five pieces, and the model garbled them ("DP", "RIGE", "LeightWN": 12 of 13 calls of a
+    3-step run refused). A token of its own is one choice to copy, not five to spell. Each new token matches a
+    whole word only (never the "UP" of "UPDATE") and starts as the mean of its pieces' embeddings, so the model reads
+    it at first as it read the pieces."""
+    import torch
+    from tokenizers import AddedToken
+
+    vocabulary = tokenizer.get_vocab()
+    pieces = {w: tokenizer(w, add_special_tokens=False)["input_ids"] for w in words if w not in vocabulary}
+    added = [w for w, ids in pieces.items() if len(ids) > 1]
+    if not added:
+        return []
+    tokenizer.add_tokens([AddedToken(w, single_word=True, normalized=False) for w in added])
+    model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
+    embeddings = model.get_input_embeddings().weight
+    with torch.no_grad():
+        for word in added:
+            embeddings[tokenizer.convert_tokens_to_ids(word)] = embeddings[pieces[word]].mean(dim=0)
+    return added
+
+
 def _successful_call(
     env, rng: random.Random, turn: int, tally: CallTally, tries: int = 5
 ) -> tuple[str, dict, str] | None:
@@ -196,16 +222,17 @@ def _warm_start(version, target: Path, endpoints: list[str], step_timeout: float
     conversations = play_episodes(env_class, prompt=prompt, count=recipe["conversations"], seed=recipe["seed"],
                                   max_turns=recipe["max_turns"], progress=progress, tally=tally)  # fmt: skip
     tokenizer = AutoTokenizer.from_pretrained(base)
+    model = AutoModelForCausalLM.from_pretrained(base)
+    words = tokens_for_words(model, tokenizer, spelled_words(env_class.tools))
     conversations = fitting_conversations(tokenizer, conversations, max_length=SFT_MAX_LENGTH)
     datasets.disable_progress_bars()
     transformers.utils.logging.disable_progress_bar()  # the caller's bar says it
     torch.manual_seed(recipe["seed"])
-    model = AutoModelForCausalLM.from_pretrained(base)
     target.parent.mkdir(parents=True, exist_ok=True)
     return sft_save(model, tokenizer, conversations, target, epochs=recipe["epochs"], lr=recipe["lr"],
                     seed=recipe["seed"], recipe={**recipe, "base": str(base), "version": str(version),
-                            "calls_sent": tally.sent, "calls_accepted": tally.accepted},
-                    progress=progress, warmup_steps=2)  # fmt: skip
+                            "calls_sent": tally.sent, "calls_accepted": tally.accepted, "tokens_added": words},
+                    progress=progress, warmup_steps=2, builder="warmstart")  # fmt: skip
 
 
 def warmstart_version(version, *, progress: Callable[[str, float], None] = lambda m, f: None) -> Path:
