@@ -25,7 +25,7 @@ from envs.mcp_tools import mcp_result
 from envs.rewards import RewardRule, field_value, step_credits
 from envs.session import AsyncEnvSession, EnvError, SessionBroken, SessionTimedOut
 from envs.tools import ToolSpec
-from envs.volatile import steady
+from envs.volatile import steady, without_step_counters
 
 JSON_TYPES: dict[str, Any] = {
     "integer": int,
@@ -126,12 +126,13 @@ def format_observation(observation: dict[str, Any], fields: list[str] | tuple[st
 def refused_by_penalty(reward: float | None, before: dict[str, Any], after: dict[str, Any]) -> bool:
     """A step that cost something and changed nothing is a refusal in other words: OpenEnv's chess answers an
     illegal move with -0.1 and the same board, no error. Counted as accepted, it taught the model to send random
-    words. Timings and lifetime counters may move (envs/volatile.py); nothing else may."""
+    words. Timings, lifetime counters and the episode's step counter may move (envs/volatile.py: OpenEnv's maze
+    counts a move into a wall as a step); nothing else may."""
     if reward is None or reward >= 0 or not before:
         return False
 
     def content(observation: dict[str, Any]) -> Any:
-        return steady({k: v for k, v in observation.items() if k not in {"reward", "done"}})
+        return without_step_counters(steady({k: v for k, v in observation.items() if k not in {"reward", "done"}}))
 
     return content(before) == content(after)
 

@@ -10,6 +10,10 @@ life, so a dirty reset is still caught.
 
 A third: names of the session or the episode rather than its state (an `episode_id` echoed in the metadata; the
 tenant that RFC 003's HTTP template echoes as `database_id`, one per session: envs.http_session).
+
+Whether a call changed anything is one more comparison, and there an episode's step counter is left out too: it
+says that a step was taken, not that the action did anything (OpenEnv's maze answers a move into a wall with -0.75,
+the same position, and `metadata.step` one higher). Episodes are still compared with it.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from typing import Any
 
 TIMING_NAME = re.compile(r"(^|_)(time|times|duration|latency|elapsed|timestamp|seconds|secs|ms|took)(_|$)", re.I)
 SESSION_IDENTITY = frozenset({"episode_id", "database_id"})
+STEP_COUNTER_NAME = re.compile(r"^(num_)?(step|steps|turn|turns)(_(count|counter|number|index|idx))?$"
+                               r"|^(move|moves)_(count|counter|number)$|^num_moves$", re.I)  # fmt: skip
 LIFETIME_DESCRIPTION = re.compile(
     r"since (the )?(environment|emulator|server|process)( was)? (creation|created|start|started|launch)", re.I
 )
@@ -47,4 +53,17 @@ def steady(value: Any, lifetime: frozenset[str] = frozenset(), dropped: set[str]
         return kept
     if isinstance(value, list):
         return [steady(item, lifetime, dropped) for item in value]
+    return value
+
+
+def without_step_counters(value: Any) -> Any:
+    """The value without its step counters (whole numbers named step, step_count, turn, num_moves …), at any depth."""
+    if isinstance(value, dict):
+        return {
+            key: without_step_counters(item)
+            for key, item in value.items()
+            if not (isinstance(item, int) and not isinstance(item, bool) and STEP_COUNTER_NAME.match(str(key)))
+        }
+    if isinstance(value, list):
+        return [without_step_counters(item) for item in value]
     return value

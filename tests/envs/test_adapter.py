@@ -151,3 +151,18 @@ def test_required_arguments_come_first_whatever_order_the_schema_lists_them_in()
     cls = tool_env_class(name="calendar", tools=[tool], endpoints=["http://127.0.0.1:9"])
     assert list(inspect.signature(cls.get_event).parameters) == ["self", "calendarId", "eventId", "timeZone",
                                                                  "maxAttendees"]  # fmt: skip
+
+
+def test_a_penalty_that_only_counts_a_step_is_a_refused_call():
+    # OpenEnv's maze answers a move into a wall with -0.75, the same position, and its step counter one higher.
+    from envs.adapter import refused_by_penalty
+
+    def maze(step: int, position: list[int], legal: list[int]) -> dict:
+        return {"metadata": {"maze": [[0, 1], [0, 0]], "status": "playing", "step": step}, "legal_actions": legal,
+                "current_position": position, "reward": -0.05, "done": False}  # fmt: skip
+
+    assert refused_by_penalty(-0.75, maze(0, [0, 0], [3]), maze(1, [0, 0], [3]))
+    assert not refused_by_penalty(-0.05, maze(0, [0, 0], [3]), maze(1, [1, 0], [2, 3]))  # it moved: a step's cost
+    assert not refused_by_penalty(0.0, maze(0, [0, 0], [3]), maze(1, [0, 0], [3]))  # no penalty: not a refusal
+    # A number named like a counter that is the state itself still counts ("score" is no step counter).
+    assert not refused_by_penalty(-1.0, {"score": 3, "step_count": 1}, {"score": 2, "step_count": 2})
