@@ -45,27 +45,36 @@ def random_arguments(tool: ToolSpec, rng: random.Random, *, minimal: bool = Fals
     return arguments
 
 
+# A key that says its list holds the valid choices here; when an observation has one, its other lists are no offer
+# (OpenEnv's maze shows its layout as rows of 0s and 1s beside `legal_actions`, and its positions as pairs).
+CHOICES_NAME = re.compile(r"^(legal|valid|available|allowed|possible|free|open)_?(actions?|moves?|choices?|options?|"
+                          r"columns?|cells?|words?|values?)$|^(choices|options|actions|moves)$", re.I)  # fmt: skip
+
+
 def offered_values(observation: Any, limit: int = 200) -> list[Any]:
     """The choices an observation offers: items of its lists of short strings or of integers, at any depth (chess's
-    `legal_moves`, OpenSpiel's `legal_actions`, a game's free columns). An environment whose valid inputs are much
-    narrower than its schema says which ones are valid here, and a warm start should send those."""
+    `legal_moves`, OpenSpiel's `legal_actions`, a game's free columns); only those of lists named as choices when it
+    has such (CHOICES_NAME). An environment whose valid inputs are much narrower than its schema says which ones are
+    valid here, and a warm start should send those."""
     found: list[Any] = []
+    named: list[Any] = []
 
-    def walk(value: Any) -> None:
+    def walk(value: Any, key: str) -> None:
         if isinstance(value, dict):
-            for item in value.values():
-                walk(item)
+            for name, item in value.items():
+                walk(item, str(name))
         elif isinstance(value, list) and value:
             if all(isinstance(v, str) and 0 < len(v) <= 40 for v in value) or all(
                 isinstance(v, int) and not isinstance(v, bool) for v in value
             ):
-                found.extend(v for v in value if v not in found)
+                for into in (found, named) if CHOICES_NAME.match(key) else (found,):
+                    into.extend(v for v in value if v not in into)
             else:
                 for item in value:
-                    walk(item)
+                    walk(item, key)
 
-    walk(observation)
-    return found[:limit]
+    walk(observation, "")
+    return (named or found)[:limit]
 
 
 def _parsed(value: Any) -> Any:
@@ -136,13 +145,15 @@ def described_values(prop: dict[str, Any]) -> list[str]:
 
 
 def spelled_words(tools: list[ToolSpec], limit: int = 200) -> list[str]:
-    """The words a valid call of these tools must spell exactly: the tools' names, the string values of their enums,
-    and the values a free string's description names ("one of UP, DOWN, LEFT or RIGHT"). A model that gets one letter
-    of them wrong makes a call the environment refuses, however right its choice was."""
+    """The words a valid call of these tools must spell exactly: the tools' and their arguments' names, the string
+    values of their enums, and the values a free string's description names ("one of UP, DOWN, LEFT or RIGHT"). A
+    model that gets one letter of them wrong makes a call the environment refuses, however right its choice was
+    (OpenEnv's maze: `{"ac": 3}`, its `action` spelled in two pieces)."""
     words: list[str] = []
     for tool in tools:
         words.append(tool.name)
-        for prop in tool.parameters.get("properties", {}).values():
+        for name, prop in tool.parameters.get("properties", {}).items():
+            words.append(name)
             if "enum" in prop:
                 words += [v for v in prop["enum"] if isinstance(v, str)]
             elif prop.get("type") == "string":

@@ -159,7 +159,7 @@ def test_the_words_a_call_must_spell_become_tokens_of_their_own():
                     "properties": {"action": {"type": "string", "enum": ["UP", "DOWN", "LEFT", "RIGHT"]},
                                    "note": {"type": "string", "description": "'fast' or 'careful'"}}})  # fmt: skip
     words = spelled_words([move])
-    assert words == ["grid_move", "UP", "DOWN", "LEFT", "RIGHT", "fast", "careful"]
+    assert words == ["grid_move", "action", "UP", "DOWN", "LEFT", "RIGHT", "note", "fast", "careful"]
 
     tokenizer = train_tokenizer(synthetic_conversations(8, seed=1))
     torch.manual_seed(0)
@@ -181,3 +181,22 @@ def test_the_words_a_call_must_spell_become_tokens_of_their_own():
     # A whole word only: the UP of UPDATE stays in pieces. A word the tokenizer already has is not added twice.
     assert tokenizer.convert_tokens_to_ids("UP") not in tokenizer("UPDATE", add_special_tokens=False)["input_ids"]
     assert tokens_for_words(model, tokenizer, words) == []
+
+
+def test_an_observation_that_names_its_choices_offers_only_those():
+    # OpenEnv's maze shows its layout (rows of 0s and 1s) and its positions beside `legal_actions`: offered every
+    # whole number it showed, a warm start sent moves into walls (20 % of its calls accepted).
+    import random
+
+    from envs.actions import offered_values
+    from envs.tools import ToolSpec
+
+    maze = {"metadata": {"maze": [[0, 1, 0], [0, 0, 1]], "step": 4}, "legal_actions": [3, 1],
+            "current_position": [0, 2], "previous_position": [0, 1]}  # fmt: skip
+    assert offered_values(maze) == [3, 1]
+    move = ToolSpec(name="maze", description="", parameters={"type": "object", "required": ["action"],
+                    "properties": {"action": {"type": "integer"}}})  # fmt: skip
+    rng = random.Random(0)
+    assert {offered_arguments(move, maze, rng)["action"] for _ in range(20)} == {1, 3}
+    # With no list named as choices, every list of short values is an offer, as before.
+    assert offered_values({"board": [[0, 2], [5]], "free": ["a1"]}) == [0, 2, 5, "a1"]
