@@ -146,6 +146,31 @@ def test_a_warm_start_whose_tools_outgrow_what_it_trains_on_refuses_saying_so():
     assert fitting_conversations(tokenizer, [roomy] * 4 + [crowded], max_length=1024) == [roomy] * 4
 
 
+def test_an_episode_too_long_whole_is_cut_after_its_last_call_that_fits():
+    # OpenEnv's chess answers each move with its board and twenty legal moves: no whole episode of its warm start fit
+    # 1,024 tokens, and it was refused although its first calls fit.
+    tokenizer = train_tokenizer(synthetic_conversations(8, seed=1))
+    tool = {"type": "function", "function": {"name": "move", "description": "Play a move.",
+            "parameters": {"type": "object", "properties": {"move": {"type": "string"}}}}}  # fmt: skip
+    moves = [f"{a}{b}{c}{d}" for a in "abcdefgh" for b in "1357" for c in "abcd" for d in "48"]  # 256 of them
+    board = "legal moves: " + ", ".join(moves)
+
+    def call(move: str) -> dict:
+        return {"role": "assistant", "content": "", "tool_calls": [
+            {"type": "function", "function": {"name": "move", "arguments": json.dumps({"move": move})}}]}  # fmt: skip
+
+    messages = [{"role": "user", "content": "Win."}, call("e2e4"), {"role": "tool", "name": "move", "content": board},
+                call("d2d4"), {"role": "tool", "name": "move", "content": "ok"},
+                {"role": "assistant", "content": "Done."}]  # fmt: skip
+    kept = fitting_conversations(tokenizer, [{"messages": messages, "tools": json.dumps([tool])}] * 4, max_length=1024)
+    assert [m["role"] for m in kept[0]["messages"]] == ["user", "assistant"]  # cut after e2e4, before the board
+    assert len(kept) == 4
+
+    long_task = [{"role": "user", "content": board}, call("e2e4"), {"role": "assistant", "content": "Done."}]
+    with pytest.raises(WarmStartError, match=r"even cut after their first call.*show the model fewer of its fields"):
+        fitting_conversations(tokenizer, [{"messages": long_task, "tools": json.dumps([tool])}] * 4, max_length=1024)
+
+
 def test_the_words_a_call_must_spell_become_tokens_of_their_own():
     # OpenEnv's grid_world: its action is an enum of UP, DOWN, LEFT, RIGHT, which the tiny tokenizer (trained on the
     # built-in games' lowercase words) cut in pieces; the model garbled them ("DP", "RIGE") and 12 of 13 calls of a

@@ -112,25 +112,45 @@ def play_episodes(
 
 
 def fitting_conversations(tokenizer, conversations: list[dict[str, Any]], *, max_length: int) -> list[dict]:
-    """The conversations whose tokens fit what SFT trains on. Every prompt carries the version's tools (their
-    descriptions and schemas): when they alone outgrow it, a model cannot read what it is to call, so fewer than
-    MIN_CONVERSATIONS that fit is a refusal that says so, never an empty training set (`num_samples=0`)."""
-    lengths = []
+    """The conversations whose tokens fit what SFT trains on, each too long whole cut after its last call that fits:
+    OpenEnv's chess answers every move with its board and twenty legal moves, and no whole episode fit 1,024 tokens,
+    but its first calls do, and they are what a model must learn first. Every prompt carries the version's tools
+    (their descriptions and schemas) and the first observation: when even a first call outgrows it, a model cannot
+    read what it is to call, so fewer than MIN_CONVERSATIONS that fit is a refusal that says which of the two is too
+    long, never an empty training set (`num_samples=0`)."""
+
+    def length(messages: list[dict], tools: list[dict]) -> int:
+        text = tokenizer.apply_chat_template(messages, tools=tools, tokenize=False)
+        return len(tokenizer(text)["input_ids"])
+
+    kept, unfit = [], []
     for conversation in conversations:
-        text = tokenizer.apply_chat_template(conversation["messages"], tools=json.loads(conversation["tools"]),
-                                             tokenize=False)  # fmt: skip
-        lengths.append(len(tokenizer(text)["input_ids"]))
-    kept = [c for c, n in zip(conversations, lengths, strict=True) if n <= max_length]
+        messages, tools = conversation["messages"], json.loads(conversation["tools"])
+        calls = [i + 1 for i, m in enumerate(messages) if m["role"] == "assistant" and m.get("tool_calls")]
+        for end in dict.fromkeys([len(messages), *reversed(calls)]):
+            needed = length(messages[:end], tools)
+            if needed <= max_length:
+                kept.append({**conversation, "messages": messages[:end]})
+                break
+        else:
+            unfit.append(needed)  # the shortest cut: up to the first call
     if len(kept) < MIN_CONVERSATIONS:
-        tools = len(json.loads(conversations[0]["tools"])) if conversations else 0
-        bare = tokenizer.apply_chat_template([{"role": "user", "content": ""}], tools=json.loads(
-            conversations[0]["tools"]) if conversations else [], tokenize=False)  # fmt: skip
+        tools = json.loads(conversations[0]["tools"]) if conversations else []
+        bare = len(tokenizer(tokenizer.apply_chat_template([{"role": "user", "content": ""}], tools=tools,
+                                                           tokenize=False))["input_ids"])  # fmt: skip
+        shortest = min(unfit, default=0)
+        if bare * 2 >= shortest:
+            advice = ("a model that cannot read its tools cannot learn to call them (offer it fewer: `env add --tools "
+                      "NAME,…`, or the version's \"Tools the model is offered\")")  # fmt: skip
+        else:
+            advice = ("the rest is the task and the first observation: show the model fewer of its fields (`env "
+                      "add --observation-fields NAME,…`, or the version's \"Observation fields the model "
+                      "reads\")")  # fmt: skip
         raise WarmStartError(f"{len(kept)} of {len(conversations)} played episodes fit the {max_length:,} tokens a "
-                             f"warm start trains on: the shortest takes {min(lengths, default=0):,}, of which "
-                             f"{len(tokenizer(bare)['input_ids']):,} are the {tools} tools' descriptions and schemas "
-                             "that every prompt carries; a model that cannot read its tools cannot learn to call them "
-                             "(offer it fewer: `env add --tools NAME,…`, or the version's \"Tools the model is "
-                             "offered\"; or warm-start a model with a longer context)")  # fmt: skip
+                             f"warm start trains on, even cut after their first call: the shortest takes "
+                             f"{shortest:,}, of which {bare:,} are the {len(tools)} tools' descriptions and schemas "
+                             f"that every prompt carries; {advice}; or warm-start a model with a longer "
+                             "context")  # fmt: skip
     return kept
 
 
