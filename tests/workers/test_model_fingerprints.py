@@ -27,13 +27,20 @@ def test_a_change_to_the_warm_start_player_keeps_the_tiny_model_and_rebuilds_war
     assert tiny_before != warm_before
 
     with open(checkout / "envs/actions.py", "a") as actions:
-        actions.write("\n# a new way to choose arguments\n")
+        actions.write("\nA_NEW_WAY_TO_CHOOSE_ARGUMENTS = True\n")
     assert builder_fingerprint("tiny") == tiny_before
     assert builder_fingerprint("warmstart") != warm_before
 
     with open(checkout / "envs/adapter.py", "a") as adapter:
-        adapter.write("\n# what the trainer sees changed\n")
+        adapter.write("\n# a comment alone builds nothing again\n")
+    assert builder_fingerprint("tiny") == tiny_before
+    with open(checkout / "envs/adapter.py", "a") as adapter:
+        adapter.write("\nSEEN_BY_THE_TRAINER = 1\n")
     assert builder_fingerprint("tiny") != tiny_before
+    tiny_after = builder_fingerprint("tiny")
+    models = checkout / "envs/guess_number/models.py"  # a docstring there is a tool's description: it counts
+    models.write_text(models.read_text().replace('"""', '"""Reworded. ', 1))
+    assert builder_fingerprint("tiny") != tiny_after
 
 
 def test_a_model_folder_is_current_only_for_the_builder_and_code_it_records(tmp_path):

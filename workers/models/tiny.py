@@ -14,6 +14,8 @@ changed (`builder_fingerprint`); `ensure_tiny_model()` builds it once.
 
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
 import json
 import random
@@ -281,6 +283,22 @@ BUILDER_SOURCES = {"tiny": TINY_SOURCES, "warmstart": (*TINY_SOURCES, "workers/m
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
+def _code_of(file: Path) -> bytes:
+    """A source file as Python reads it, without its comments and layout: a reworded comment or a reformatted line
+    builds nothing again. Docstrings stay: an environment's become its tools' descriptions, which a model reads."""
+    stat = file.stat()
+    return _parsed_code(str(file), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed_code(path: str, mtime_ns: int, size: int) -> bytes:  # keyed by the file's state: parsed once per edit
+    source = Path(path).read_bytes()
+    try:
+        return ast.dump(ast.parse(source)).encode()
+    except SyntaxError:
+        return source
+
+
 def builder_fingerprint(builder: str = "tiny") -> str:
     """A digest of the code a builder ("tiny" or "warmstart") runs, and of the pinned libraries."""
     from importlib.metadata import version
@@ -290,7 +308,7 @@ def builder_fingerprint(builder: str = "tiny") -> str:
         path = REPO_ROOT / name
         for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
             digest.update(str(file.relative_to(REPO_ROOT)).encode())
-            digest.update(file.read_bytes())
+            digest.update(_code_of(file))
     for package in ("torch", "trl"):  # the pinned ones (an image resolves the ranged ones on its own)
         digest.update(f"{package}=={version(package)}".encode())
     return digest.hexdigest()[:16]
