@@ -20,6 +20,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
     from django.conf import settings
 
+    from envs.providers.server_stack import import_server_stack
+
+    import_server_stack()  # the tests' own process imports OpenEnv's stack as its servers do: without Gradio's 7 s
+
     # The test database starts empty each session, so run and evaluation ids start again at 1: files an earlier
     # session left under those ids (in the test data folder and its own store) would be taken for theirs.
     data = Path(settings.DATA_DIR)

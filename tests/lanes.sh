@@ -42,6 +42,11 @@ fi  # unset: each lane's embedded Redis lies in its own data folder
 mkdir -p "$data"
 lane_a_log="$data/lane-a.log"
 started=$(date +%s)
+# The tiny model first, on every core: most slow tests of both lanes train on it or on a warm start made from it. Built
+# inside a test it took over pytest's 600 s limit beside the other lane (a cold CI machine: every test that needed it
+# failed with that one timeout); here it is built once with both cores, and a cache that has it skips this in a second.
+echo "==> the tiny model the training tests share (built once per cache folder)"
+OMP_NUM_THREADS=$cores MKL_NUM_THREADS=$cores python -m workers.models.tiny || exit 1
 pytest "${durations[@]}" -m "slow and not docker and not lane_b" --basetemp="$data/tmp-a" -p no:cacheprovider > "$lane_a_log" 2>&1 &
 lane_a=$!
 trap 'kill $lane_a 2>/dev/null' EXIT

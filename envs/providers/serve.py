@@ -14,6 +14,7 @@ import traceback
 import uvicorn
 
 from envs.parent_death import die_with_parent
+from envs.providers.server_stack import import_server_stack
 
 
 def load_app(target: str):
@@ -35,9 +36,7 @@ def standby(control_fd: int) -> None:
     import os
 
     die_with_parent()
-    import openenv.core.env_server
-    import openenv.core.env_server.http_server  # noqa: F401
-
+    import_server_stack()
     print("standing by", flush=True)
     control = socket.socket(fileno=control_fd)
     message, fds, _, _ = socket.recv_fds(control, 1 << 20, 1)
@@ -58,6 +57,7 @@ def standby(control_fd: int) -> None:
 
 
 def serve(sock: socket.socket, target: str, log_level: str) -> None:
+    import_server_stack()
     app = load_app(target)
     config = uvicorn.Config(app, log_level=log_level, ws_max_size=2**24, timeout_graceful_shutdown=3)
     uvicorn.Server(config).run(sockets=[sock])

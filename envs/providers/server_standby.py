@@ -1,5 +1,6 @@
 """One environment server process kept ready for the process provider: it has imported OpenEnv's server stack
-(FastAPI, uvicorn, MCP and Gradio, which OpenEnv imports eagerly: ~5 s here) and waits for an app to serve.
+(FastAPI, uvicorn, MCP: ~3 s here; Gradio is left for a server that uses it, envs/providers/server_stack.py) and waits
+for an app to serve.
 
 The provider hands it the listening socket it bound (over a Unix socket pair, SCM_RIGHTS) with the app, the extra
 environment variables and import paths a cold start would have had, and the log to write. It then imports that

@@ -27,6 +27,7 @@ from typing import Any
 
 from envs.adapter import format_observation, tool_env_class
 from envs.prompts import default_prompt
+from envs.providers.server_stack import import_server_stack
 from envs.tools import tools_from_action_schema
 from webapp.artifacts.layout import data_dir
 from webapp.artifacts.model_names import TINY_RECIPE, tiny_model_dir
@@ -38,6 +39,7 @@ EXTRA_TOKENS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_respon
 
 # -- the built-in environments, in-process ---------------------------------------------------------------------
 def builtin_games() -> dict[str, dict[str, Any]]:
+    import_server_stack()  # as a server imports it: without Gradio's 7 s
     from envs.grid_catch.models import MoveAction
     from envs.grid_catch.server.environment import GridCatchEnvironment
     from envs.guess_number.models import GuessAction
@@ -239,6 +241,9 @@ def sft_save(
         output_dir=str(work / "sft"),
         num_train_epochs=epochs,
         per_device_train_batch_size=16,
+        # Batches of like lengths: drawn at random, a batch padded every conversation to its longest, 38 % more tokens
+        # than it trained on (the tiny model's 355,067 real tokens took 491,760) and twice the attention.
+        train_sampling_strategy="group_by_length",
         learning_rate=lr,
         lr_scheduler_type="cosine",
         warmup_steps=warmup_steps,
