@@ -36,7 +36,7 @@ from webapp.artifacts.layout import stored_checkpoints
 from webapp.artifacts.model_names import warmstart_name
 from webapp.catalog.services import environment_create
 from webapp.celery_app import app
-from webapp.runs.models import MetricPoint, Run, Status
+from webapp.runs.models import Episode, MetricPoint, Run, Status
 from webapp.runs.services import run_create, run_resume
 from workers.models.published import warm_start
 from workers.worker.host_identity import host_identity
@@ -125,6 +125,10 @@ def test_a_second_host_trains_from_the_store_and_a_killed_host_s_run_resumes_on_
             assert b_host != host_identity(), "host B must be another host (its own pid namespace)"
             assert not (Path(settings.DATA_DIR) / "runs" / str(first.pk)).exists(), "A's disk holds nothing of it"
             assert list((tmp_path / "b-cache" / "env-sources" / "folders").iterdir()), "B ran the store's snapshot"
+            answers = [
+                t["content"] or "" for e in Episode.objects.filter(run=first) for t in e.turns if t["role"] == "tool"
+            ]
+            assert any("layout" in a for a in answers), "the observation's metadata must reach the model"
 
             # Its log and models show on A's pages, read from the store.
             client = client_for(alice)

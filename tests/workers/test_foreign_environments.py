@@ -43,17 +43,35 @@ def train(team, version, model: str):
     return wait_final(run, timeout=900)
 
 
-# A git source is not among them: its pinning is tested in tests/webapp/catalog/test_openenv_patterns.py, and a git
-# version is provisioned and trained for 3 steps in tests/workers/test_catalog_runs.py (each catalog card is one);
-# warm-starting and training it here again cost CI 200 s and tested no other code.
-@pytest.mark.parametrize("pattern", ["mcp_vault", "one_session", "roman_numerals", "seedless_dice", "metadata_maze"])
-def test_each_pattern_trains_with_real_environment_steps(pattern, acme, tiny_model, live_worker):
+# Each pattern is added, test-driven and trust-checked. Warm-started and trained for 3 steps are the patterns whose way
+# through a run is their own: MCP tools, a one-session server sized at run time, a server in a virtual environment of
+# its own. Not trained here, each trained elsewhere (a warm start and a 3-step run cost CI 250 to 490 s each): a git
+# source (pinned in tests/webapp/catalog/test_openenv_patterns.py, trained in tests/workers/test_catalog_runs.py),
+# metadata_maze (trained from its warm start in tests/workers/test_across_hosts.py, which asserts that its metadata
+# reaches the model), seedless_dice (once its seeding is measured, a run treats it as any other environment).
+PATTERNS = ["mcp_vault", "one_session", "roman_numerals", "seedless_dice", "metadata_maze"]
+TRAINED = ["mcp_vault", "one_session", "roman_numerals"]
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_each_pattern_is_added_test_driven_and_trust_checked(pattern, acme):
     version = add(acme, pattern)
     tool = version_tool(version, version.tools[0]["name"])
     drive = version_testdrive(version=version, tool=tool.name, arguments=example_arguments(tool), seed=5)
     assert drive.error is None and drive.step is not None, drive.error
     report = trust_check_run(report=TrustReport.objects.create(version=version))
     assert report.state == "done", report.error
+    if pattern == "seedless_dice":
+        assert version.seeding == "ignored"
+        probes = {r["name"]: r["status"] for r in report.results}
+        # Undeclared randomness is a seed finding, and only that: a random start is no leak between sessions.
+        assert probes["seed_determinism"] == "failed" and probes["clean_reset"] == "not_applicable"
+        assert probes["session_isolation"] == "passed"
+
+
+@pytest.mark.parametrize("pattern", TRAINED)
+def test_each_pattern_trains_with_real_environment_steps(pattern, acme, tiny_model, live_worker):
+    version = add(acme, pattern)
     warm_start(version)
     run = train(acme, version, warmstart_name(version))
 
@@ -73,14 +91,6 @@ def test_each_pattern_trains_with_real_environment_steps(pattern, acme, tiny_mod
         assert run.replicas == 4  # a step holds 4 sessions: one replica each, sized before anything started
     if pattern == "roman_numerals":
         assert version.dependencies["installed"] == ["roman>=4.0"]
-    if pattern == "seedless_dice":
-        assert version.seeding == "ignored"
-        probes = {r["name"]: r["status"] for r in report.results}
-        # Undeclared randomness is a seed finding, and only that: a random start is no leak between sessions.
-        assert probes["seed_determinism"] == "failed" and probes["clean_reset"] == "not_applicable"
-        assert probes["session_isolation"] == "passed"
-    if pattern == "metadata_maze":
-        assert any("layout" in (t["content"] or "") for t in tool_turns), "metadata must reach the model"
 
 
 def test_a_model_that_never_calls_the_tools_is_not_a_plain_success(acme, alice, tiny_model, live_worker, client):

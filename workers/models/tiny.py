@@ -241,9 +241,6 @@ def sft_save(
         output_dir=str(work / "sft"),
         num_train_epochs=epochs,
         per_device_train_batch_size=16,
-        # Batches of like lengths: drawn at random, a batch padded every conversation to its longest, 38 % more tokens
-        # than it trained on (the tiny model's 355,067 real tokens took 491,760) and twice the attention.
-        train_sampling_strategy="group_by_length",
         learning_rate=lr,
         lr_scheduler_type="cosine",
         warmup_steps=warmup_steps,
