@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # `make test`'s pytest, in two lanes side by side: most of the suite waits (on trainers, servers, browsers, the
 # database), so two lanes on two cores take far less wall time than one.
-#   lane A: the slow tests that need no Docker (training, several processes);
-#   lane B: everything else, and the slow tests marked lane_b (Slurm, the broker down, evaluations, supervision:
-#           about 400 s, which balances the lanes: A took 1,877 s and B 1,040 s before they moved) (unit and page tests, the browser tests, every Docker test and the compose stack — Docker
-#           tests clean up the engine's managed containers, so they all live in one lane).
+#   lane A: the tiny model's build (~15 minutes on its one thread), then the slow tests that need no Docker (training,
+#           several processes);
+#   lane B: everything else (unit and page tests, the browser tests, every Docker test and the compose stack — Docker
+#           tests clean up the engine's managed containers, so they all live in one lane), and the slow tests marked
+#           lane_b (Slurm, the broker down, evaluations, supervision, across hosts), which balance the lanes.
 # Each lane has its own database, Redis database, data folder (so its own store and embedded Redis) and temporary
 # folder; they share the cache (the tiny model, warm starts, images: content-keyed and built under locks).
 # TEST_LANES=1, or any PYTEST_ARGS, runs one pytest as before.

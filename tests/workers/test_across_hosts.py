@@ -41,7 +41,8 @@ from webapp.runs.services import run_create, run_resume
 from workers.models.published import warm_start
 from workers.worker.host_identity import host_identity
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+# Lane B: lane A starts with the tiny model's build (~15 minutes on its one thread); this test needs it late in lane B.
+pytestmark = [pytest.mark.slow, pytest.mark.lane_b, pytest.mark.django_db(transaction=True)]
 
 FIXTURE_ENVS = Path(__file__).resolve().parents[1] / "fixtures" / "envs"
 SMALL = {"num_generations": 4, "per_device_train_batch_size": 4, "max_completion_length": 128, "temperature": 0.7,
@@ -95,6 +96,7 @@ def log_of(client, run: Run) -> str:
     return response.content.decode()
 
 
+@pytest.mark.timeout(1200)  # a warm start (~340 s beside the other lane) and three runs: 456 s in a CI run here
 def test_a_second_host_trains_from_the_store_and_a_killed_host_s_run_resumes_on_the_first(
     acme, alice, client_for, tiny_model, live_worker, tmp_path
 ):

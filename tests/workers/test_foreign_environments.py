@@ -1,7 +1,7 @@
 """Environments we did not write for Trainyard, trained for real: each OpenEnv pattern (fixtures of our own, never
-upstream code) is added, trust-checked, warm-started and trained for 3 steps through a real `celery worker` with
-the process provider, and every run must take real environment steps. The GPU is the one boundary we cannot
-reach, so these run on the CPU."""
+upstream code) is added, test-driven and trust-checked; those whose way through a run is their own are warm-started and
+trained for 3 steps through a real `celery worker` with the process provider, and every run must take real environment
+steps. The GPU is the one boundary we cannot reach, so these run on the CPU."""
 
 from __future__ import annotations
 
