@@ -30,14 +30,15 @@ WORKDIR /app
 EXPOSE 8000
 CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "webapp.asgi:application"]
 # Dependencies in their own layer, rebuilt only when pyproject.toml changes: torch with pip (it reads TORCH_FIND_LINKS),
-# the rest with uv (as make setup does; pip alone took most of the ten minutes this layer took), which keeps that torch.
+# the rest with uv (as make setup does; pip alone took most of the ten minutes this layer took), which keeps that torch
+# and trusts the system's certificates as pip does (UV_NATIVE_TLS: a registry behind a TLS proxy).
 COPY pyproject.toml ./
 RUN python3 -m venv /opt/venv \
     && pip install -q ${TORCH_FIND_LINKS:+--find-links "$TORCH_FIND_LINKS"} torch==2.13.0 \
     && python -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies'], sep=chr(10))" \
        > /tmp/requirements.txt \
     && pip install -q "uv>=0.9" \
-    && uv pip install --python /opt/venv/bin/python --no-cache -q -r /tmp/requirements.txt && rm /tmp/requirements.txt
+    && UV_NATIVE_TLS=1 uv pip install --python /opt/venv/bin/python --no-cache -q -r /tmp/requirements.txt && rm /tmp/requirements.txt
 # The app in one layer, owned by root: the app's user reads its code and writes only under /data. Static files are
 # collected when web starts (into the data volume, so an upgraded image never serves the old ones).
 COPY --from=assets /app /app
