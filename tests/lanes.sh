@@ -51,7 +51,7 @@ started=$(date +%s)
 {
   echo "==> the tiny model the training tests share (built once per cache folder)"
   python -m workers.models.tiny 2>&1 | tr '\r' '\n' | grep --line-buffered -E "step [0-9]*0/|ready|Error|error" | uniq
-  [ "${PIPESTATUS[0]}" = 0 ] && pytest "${durations[@]}" -m "slow and not docker and not lane_b" --basetemp="$data/tmp-a" \
+  [ "${PIPESTATUS[0]}" = 0 ] && exec pytest "${durations[@]}" -m "slow and not docker and not lane_b" --basetemp="$data/tmp-a" \
     -p no:cacheprovider
 } > "$lane_a_log" 2>&1 &
 lane_a=$!
