@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make test`'s pytest, in two lanes side by side: most of the suite waits (on trainers, servers, browsers, the
 # database), so two lanes on two cores take far less wall time than one.
-#   lane A: the tiny model's build (~15 minutes on its one thread), then the slow tests that need no Docker (training,
+#   lane A: the tiny model's build (5 to 15 minutes on its one thread, as busy as the other lane keeps the CPU; .ci/run
+#           makes it beforehand, beside its package installs), then the slow tests that need no Docker (training,
 #           several processes);
 #   lane B: everything else (unit and page tests, the browser tests, every Docker test and the compose stack — Docker
 #           tests clean up the engine's managed containers, so they all live in one lane), and the slow tests marked

@@ -18,14 +18,30 @@ CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 
 
 def local_base_image(client, *, work_dir: Path | None = None, progress=print) -> str:
-    """Return the tag of the locally made base image, building it once (about two minutes) if missing."""
+    """Return the tag of the locally made base image, building it once (about two minutes) if missing. Processes that
+    ask at once (CI makes it ahead of the tests, while a test may already want it) build it once: under a lock."""
+    import fcntl
+
+    if _has_base_image(client):
+        return LOCAL_BASE_TAG
+    with open(Path(tempfile.gettempdir()) / ".trainyard-base-image.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _has_base_image(client):
+            return LOCAL_BASE_TAG
+        return _make_base_image(work_dir, progress)
+
+
+def _has_base_image(client) -> bool:
     import docker.errors
 
     try:
         client.images.get(LOCAL_BASE_TAG)
-        return LOCAL_BASE_TAG
+        return True
     except docker.errors.ImageNotFound:
-        pass
+        return False
+
+
+def _make_base_image(work_dir: Path | None, progress) -> str:
     if shutil.which("debootstrap") is None:
         raise RuntimeError("debootstrap is needed to make a base image here: apt-get install debootstrap")
     work_dir = Path(work_dir or tempfile.gettempdir())
@@ -60,3 +76,9 @@ def local_base_image(client, *, work_dir: Path | None = None, progress=print) ->
     finally:
         shutil.rmtree(rootfs, ignore_errors=True)
     return LOCAL_BASE_TAG
+
+
+if __name__ == "__main__":  # `python -m envs.providers.base_image`: make it ahead of need (CI does, beside its set-up)
+    import docker
+
+    print(local_base_image(docker.from_env()))

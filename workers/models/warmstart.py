@@ -252,7 +252,7 @@ def _warm_start(version, target: Path, endpoints: list[str], step_timeout: float
     return sft_save(model, tokenizer, conversations, target, epochs=recipe["epochs"], lr=recipe["lr"],
                     seed=recipe["seed"], recipe={**recipe, "base": str(base), "version": str(version),
                             "calls_sent": tally.sent, "calls_accepted": tally.accepted, "tokens_added": words},
-                    progress=progress, warmup_steps=2, builder="warmstart")  # fmt: skip
+                    progress=progress, warmup_steps=2, builder="warmstart", like_lengths=True)  # fmt: skip
 
 
 def warmstart_version(version, *, progress: Callable[[str, float], None] = lambda m, f: None) -> Path:
