@@ -99,7 +99,16 @@ def mcp_result(observation: dict[str, Any]) -> tuple[str, str | None]:
     text = mcp_text(result)
     if isinstance(result, dict) and (result.get("is_error") or result.get("isError")):
         return "", f"tool error: {text}"
+    if REFUSED_IN_WORDS.match(text):
+        return "", f"tool error: {text}"
     return text, None
+
+
+# A refusal written as the tool's answer: OpenEnv's own MCP environments (finqa, coding_tools, jupyter, terminus, repl)
+# return "Error: Table 'x' not found ...", "Error: Query must include filters ...", "Error executing query: ..." as a
+# plain result, not as a tool error. Counted as accepted, a warm start taught such calls and a run's counters called
+# them steps. Only the word and its colon (or "Error executing") opening the whole answer: "Errors: 0" is an answer.
+REFUSED_IN_WORDS = re.compile(r"\s*(Error:|Error executing\b)")
 
 
 def mcp_text(result: Any) -> str:
