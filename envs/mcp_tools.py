@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from envs.http_session import mcp_http_tools
-from envs.session import EnvSession
+from envs.session import EnvError, EnvSession
 from envs.tools import SchemaError, ToolSpec, _inline, _resolve, split_docstring
 
 MCP_ACTION_TITLES = {"CallToolAction", "ListToolsAction"}
@@ -61,9 +61,22 @@ def tools_from_mcp_listing(listed: list[dict[str, Any]]) -> list[ToolSpec]:
 
 
 def list_mcp_tools(endpoint: str, *, timeout: float = 30.0) -> list[ToolSpec]:
-    """Ask a running MCP environment for its tools over /ws (a `list_tools` step needs no reset)."""
-    with EnvSession(endpoint, timeout=timeout) as session:
-        result = session.step({"type": "list_tools"})
+    """Ask a running MCP environment for its tools over /ws (a `list_tools` step needs no reset).
+
+    OpenEnv's server reads a `list_tools` step only when the server's action class is CallToolAction itself; one
+    whose class is a subclass (OpenEnv's finqa: `FinQACallToolAction`, which parses JSON-string arguments) refuses it
+    as an invalid message. Such a server's tools are listed by its MCP endpoint (POST /mcp), as OpenEnv's client
+    lists them."""
+    try:
+        with EnvSession(endpoint, timeout=timeout) as session:
+            result = session.step({"type": "list_tools"})
+    except EnvError as exc:
+        if exc.code != "VALIDATION_ERROR":
+            raise
+        listed = list_mcp_http_tools(endpoint, timeout=timeout)
+        if listed is None:
+            raise
+        return listed
     listed = result.observation.get("tools")
     if not isinstance(listed, list):
         error = (result.observation.get("metadata") or {}).get("error")

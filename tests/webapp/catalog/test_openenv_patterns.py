@@ -51,6 +51,17 @@ def test_the_test_drive_calls_an_mcp_tool_and_reports_its_errors(acme):
     assert unknown.error and "tool_not_found" in unknown.error
 
 
+def test_a_server_whose_action_is_its_own_call_tool_lists_its_tools_and_its_refusals_in_words_are_errors(acme):
+    # ledger is written the way OpenEnv's finqa is: its action class subclasses CallToolAction, so the server refuses
+    # a list_tools step (its MCP endpoint lists the tools), and its tools refuse with an "Error: ..." answer.
+    version = add(acme, "ledger")
+    assert sorted(t["name"] for t in version.tools) == ["lookup", "submit_answer"]
+    found = version_testdrive(version=version, tool="lookup", arguments={"account": "cash"}, seed=3)
+    assert found.error is None and json.loads(found.step["result"]) == {"account": "cash", "balance": 120}
+    refused = version_testdrive(version=version, tool="lookup", arguments={"account": "checking"}, seed=3)
+    assert refused.error and "Error: Account 'checking' not found" in refused.error, refused.error
+
+
 def test_a_single_session_server_is_measured_and_runs_get_enough_replicas(acme):
     from webapp.runs.grpo import GRPOSettings
     from webapp.runs.spec import replicas_for_run
