@@ -114,13 +114,20 @@ def named_values(observation: Any, limit: int = 200) -> dict[str, list[Any]]:
     return found
 
 
+NAME_ARGUMENT = re.compile(r"^(?P<stem>[a-z][a-z0-9]*)(?:_name|Name)$")
+
+
 def identifier_pool(argument: str, named: dict[str, list[Any]]) -> list[Any]:
     """For an identifier argument (`calendarId`, `event_id`, `id`): the values named by its own key, else by `id`.
+    For a name argument (`company_name`, `tableName`): by its own key, else by its stem (`company`: OpenEnv's finqa
+    names the question's company so, and refused all 640 of a warm start's calls that sent a tool's name instead).
     Other arguments take no named value (a `direction` the last answer echoed is no list of choices)."""
     lowered = argument.lower()
-    if not (lowered == "id" or lowered.endswith("_id") or (argument.endswith("Id") and len(argument) > 2)):
-        return []
-    return named.get(argument) or named.get("id", [])
+    if lowered == "id" or lowered.endswith("_id") or (argument.endswith("Id") and len(argument) > 2):
+        return named.get(argument) or named.get("id", [])
+    if match := NAME_ARGUMENT.match(argument):
+        return named.get(argument) or named.get(match["stem"], [])
+    return []
 
 
 LISTED = re.compile(r"\b(?:one of|either|choose from|any of|options?(?: are)?|values?(?: are)?)\s*:?\s*"

@@ -129,6 +129,26 @@ def test_an_identifier_is_one_an_earlier_answer_named_even_inside_a_tools_json_t
     assert named_values({"result": "{not json"}) == {"result": ["{not json"]}
 
 
+def test_a_name_argument_takes_the_value_the_observation_names_by_its_stem():
+    # OpenEnv's finqa asks about one company (`metadata.company`) and its tools take `company_name`: a warm start sent
+    # tool names from the observation's `available_tools` list instead, and all 640 calls were refused ("Error:
+    # 'get_table_info' not found. Available companies: ['acme', 'globex']").
+    import random
+
+    from envs.tools import ToolSpec
+
+    tools = ["get_descriptions", "get_table_info", "submit_answer"]
+    observation = {"metadata": {"question": "What was acme's revenue in 2023?", "company": "acme",
+                                "available_tools": tools}}  # fmt: skip
+    describe = ToolSpec(name="get_descriptions", description="", parameters={"type": "object", "required":
+                        ["company_name"], "properties": {"company_name": {"type": "string"}}})  # fmt: skip
+    rng = random.Random(5)
+    assert {offered_arguments(describe, observation, rng)["company_name"] for _ in range(10)} == {"acme"}
+    camel = ToolSpec(name="describe", description="", parameters={"type": "object", "required": ["companyName"],
+                     "properties": {"companyName": {"type": "string"}}})  # fmt: skip
+    assert offered_arguments(camel, observation, rng) == {"companyName": "acme"}
+
+
 def test_a_warm_start_whose_tools_outgrow_what_it_trains_on_refuses_saying_so():
     # OpenEnv's calendar: 37 tools whose descriptions and schemas took 54,929 of the tiny tokenizer's tokens, before
     # any call. SFT cut every conversation there and the warm start died with `num_samples=0`.
