@@ -66,6 +66,7 @@ PLANTED = {
     "hanging_step": probe_timeouts,
     "edge_hang": probe_timeouts,  # hangs only for one edge-case note ("zzz…")
     "seedless": probe_seed_determinism,  # random, undeclared, but isolated
+    "few_starts": probe_seed_determinism,  # random, undeclared, one of four starts: equal episodes 1 time in 4
     "random_counter": probe_session_isolation,  # random (declared) with a move counter shared by all sessions
     "capacity_one": probe_capacity,  # declared 4, holds 1
     "late_unclean_reset": probe_clean_reset,  # clean for a session's first two episodes, dirty after
