@@ -63,6 +63,9 @@ def offered_values(observation: Any, limit: int = 200) -> list[Any]:
         if isinstance(value, dict):
             for name, item in value.items():
                 walk(item, str(name))
+        elif isinstance(value, str) and value[:1] == "[":  # a tool's answer that is a JSON list (finqa's tables)
+            if isinstance(parsed := _parsed(value), list):
+                walk(parsed, key)
         elif isinstance(value, list) and value:
             if all(isinstance(v, str) and 0 < len(v) <= 40 for v in value) or all(
                 isinstance(v, int) and not isinstance(v, bool) for v in value
@@ -73,7 +76,7 @@ def offered_values(observation: Any, limit: int = 200) -> list[Any]:
                 for item in value:
                     walk(item, key)
 
-    walk(observation, "")
+    walk(_parsed(observation), "")
     return (named or found)[:limit]
 
 
@@ -169,14 +172,16 @@ def spelled_words(tools: list[ToolSpec], limit: int = 200) -> list[str]:
 
 
 def offered_arguments(
-    tool: ToolSpec, observation: Any, rng: random.Random, *, minimal: bool = False
+    tool: ToolSpec, observation: Any, rng: random.Random, *, minimal: bool = False, earlier: list[Any] = ()
 ) -> dict[str, Any] | None:
     """Random valid arguments with each free-form string or integer argument taken from what the observation offers
-    (within the argument's bounds): for an identifier, the values it names under the argument's key or under `id`;
-    else its lists of choices; else, for a string, the values its description names. None when nothing fits.
+    (within the argument's bounds): for an identifier or a name, the values named under the argument's key (or `id`,
+    or its stem) in it or in the episode's `earlier` observations (finqa names the question's company at reset, and
+    every later call takes it); else its lists of choices (this observation's only: they change with the state);
+    else, for a string, the values its description names. None when nothing fits.
     `minimal`: the required arguments only, and the optional ones the observation offers."""
     offers = offered_values(observation)
-    named = named_values(observation)
+    named = named_values([*earlier, observation])
     pools: dict[str, list[Any]] = {}
     for name, prop in tool.parameters.get("properties", {}).items():
         if "enum" in prop:

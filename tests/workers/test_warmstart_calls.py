@@ -70,7 +70,7 @@ def test_the_moves_an_observation_offers_are_sent_and_accepted(legal_moves):
 def test_a_warm_start_that_the_environment_refuses_says_which_tool_and_arguments(legal_moves, monkeypatch):
     # Without the offered moves, schema-valid words are what chess was sent ("river", "stone"): each is answered
     # with a penalty and the same board, which is a refusal; the warm start refuses to make a model of that.
-    monkeypatch.setattr(warmstart, "offered_arguments", lambda tool, observation, rng, minimal=False: None)
+    monkeypatch.setattr(warmstart, "offered_arguments", lambda tool, observation, rng, **_: None)
     tally = CallTally()
     with pytest.raises(WarmStartError) as refused:
         play(legal_moves, tally)
@@ -147,6 +147,14 @@ def test_a_name_argument_takes_the_value_the_observation_names_by_its_stem():
     camel = ToolSpec(name="describe", description="", parameters={"type": "object", "required": ["companyName"],
                      "properties": {"companyName": {"type": "string"}}})  # fmt: skip
     assert offered_arguments(camel, observation, rng) == {"companyName": "acme"}
+    # Its next call names the company again (named at reset, not in the answer before) and a table the answer listed
+    # (a JSON list as the tool's text): "Error: 'ghost' not found" 640 times, before.
+    info = ToolSpec(name="get_table_info", description="", parameters={"type": "object", "required":
+                    ["company_name", "table_name"], "properties": {"company_name": {"type": "string"},
+                                                                   "table_name": {"type": "string"}}})  # fmt: skip
+    answered = {"result": '["revenue", "costs"]', "done": False, "reward": 0.0, "metadata": {}}
+    sent = [offered_arguments(info, answered, rng, earlier=[observation]) for _ in range(10)]
+    assert {a["company_name"] for a in sent} == {"acme"} and {a["table_name"] for a in sent} == {"revenue", "costs"}
 
 
 def test_a_warm_start_whose_tools_outgrow_what_it_trains_on_refuses_saying_so():

@@ -196,7 +196,14 @@ def _successful_call(
         # After two refusals, the required arguments alone: an optional one made up is the usual cause (calendar's
         # list_events refused "iCalUID": "amber"), and a call with none of them is the first a model should learn.
         minimal = attempt >= 2
-        offered = offered_arguments(tool, observation, rng, minimal=minimal) if attempt % 2 == 0 else None
+        earlier = (
+            [env.episode.reset_observation, *(e.observation for e in env.episode.events if e.observation)]
+            if env.episode is not None
+            else []
+        )
+        offered = (
+            offered_arguments(tool, observation, rng, minimal=minimal, earlier=earlier) if attempt % 2 == 0 else None
+        )
         arguments = offered if offered is not None else random_arguments(tool, rng, minimal=minimal)
         try:
             result = getattr(env, tool.name)(**arguments)
