@@ -60,12 +60,10 @@ def offered_values(observation: Any, limit: int = 200) -> list[Any]:
     named: list[Any] = []
 
     def walk(value: Any, key: str) -> None:
+        value = _parsed(value)  # a tool's answer that is JSON (finqa's tables: '["revenue"]'), as named_values reads it
         if isinstance(value, dict):
             for name, item in value.items():
                 walk(item, str(name))
-        elif isinstance(value, str) and value[:1] == "[":  # a tool's answer that is a JSON list (finqa's tables)
-            if isinstance(parsed := _parsed(value), list):
-                walk(parsed, key)
         elif isinstance(value, list) and value:
             if all(isinstance(v, str) and 0 < len(v) <= 40 for v in value) or all(
                 isinstance(v, int) and not isinstance(v, bool) for v in value
@@ -76,7 +74,7 @@ def offered_values(observation: Any, limit: int = 200) -> list[Any]:
                 for item in value:
                     walk(item, key)
 
-    walk(_parsed(observation), "")
+    walk(observation, "")
     return (named or found)[:limit]
 
 

@@ -110,9 +110,8 @@ def mcp_result(observation: dict[str, Any]) -> tuple[str, str | None]:
         return "", str(error)
     result = observation.get("result")
     text = mcp_text(result)
-    if isinstance(result, dict) and (result.get("is_error") or result.get("isError")):
-        return "", f"tool error: {text}"
-    if REFUSED_IN_WORDS.match(text):
+    raised = isinstance(result, dict) and (result.get("is_error") or result.get("isError"))
+    if raised or REFUSED_IN_WORDS.match(text):
         return "", f"tool error: {text}"
     return text, None
 
