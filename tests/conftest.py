@@ -46,6 +46,27 @@ def pytest_configure(config: pytest.Config) -> None:
         config.trainyard_started_redis = ensure_running(Path(settings.EMBEDDED_REDIS_SOCKET))
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that need the tiny model run last within their database group (pytest-django has put the groups in
+    Django's order: plain database tests, transactional ones, then those without a database).
+
+    While the first tests of lane B run, the tiny model is still being made beside them (.ci/run, tests/lanes.sh);
+    a test that needs it early waited for it doing nothing (42 s of lane B in CI), where the tests after it need
+    nothing of it. Sorting is stable, and the group is judged as pytest-django judges it (this suite has no
+    Django TestCase classes), so every other test keeps its place."""
+
+    def database_group(item: pytest.Item) -> int:
+        marker = item.get_closest_marker("django_db")
+        fixtures = getattr(item, "fixturenames", [])
+        if (marker and (marker.kwargs.get("transaction") or marker.kwargs.get("reset_sequences"))) or (
+            "transactional_db" in fixtures or "live_server" in fixtures
+        ):
+            return 1
+        return 0 if marker or "db" in fixtures else 2
+
+    items.sort(key=lambda item: (database_group(item), "tiny_model" in getattr(item, "fixturenames", [])))
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Tests leave no process behind: the embedded Redis this session started stops with it."""
     if getattr(config, "trainyard_started_redis", False):

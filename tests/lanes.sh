@@ -68,7 +68,8 @@ echo
 echo "==> lane A (the slow tests without Docker, but those marked lane_b)"
 cat "$lane_a_log"
 echo
-printf '==> lanes: A %s, B %s; B ended after %d s, both after %d s\n' \
+ended_a=$(stat -c %Y "$lane_a_log")  # its last line is pytest's summary
+printf '==> lanes: A %s, B %s; A ended after %d s, B after %d s, both after %d s\n' \
   "$([ $status_a = 0 ] && echo passed || echo FAILED)" "$([ $status_b = 0 ] && echo passed || echo FAILED)" \
-  $((ended_b - started)) $(($(date +%s) - started))
+  $((ended_a - started)) $((ended_b - started)) $(($(date +%s) - started))
 [ $status_a = 0 ] && [ $status_b = 0 ]
