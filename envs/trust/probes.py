@@ -15,11 +15,12 @@ import json
 import random
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from envs.actions import adversarial_pairs, malformed_actions, random_action
+from envs.actions import adversarial_pairs, malformed_actions, random_action, random_arguments
 from envs.mcp_tools import mcp_result
 from envs.measure import measure_capacity, measure_seeding
 from envs.session import EnvError, EnvSession, SessionBroken, SessionTimedOut
@@ -539,19 +540,116 @@ def probe_hidden_state(ctx: ProbeContext, seeds: int = 5) -> ProbeResult:
     # is public by nature, and showing it gives nothing away (OpenEnv's maze and connect4 show such fields).
     confirmed = {key: by_seed for key, by_seed in leaks.items()
                  if len(by_seed) == seeds and len(values_by_key.get(key, ())) > 1}  # fmt: skip
-    if confirmed:
-        evidence = [f"state.{key} (hidden): {next(iter(by_seed.values()))}, in every seed" for key, by_seed in
-                    confirmed.items()]  # fmt: skip
+    # A shown value is a secret when knowing it earns; a task statement is shown so that the policy reads it
+    # (OpenEnv's finqa keeps its question in `state.current_question` and shows it in `metadata.question`). Where
+    # every argument that can carry the value was sent it, and it earned nothing more than another value did, it
+    # is a statement; where it could not be sent (no argument takes it, a list), it stays a finding.
+    evidence, statements = [], {}
+    for key, by_seed in confirmed.items():
+        worth = _worth_sending(ctx, key, ctx.seed + 100)
+        if worth.earned is False:
+            statements[key] = worth.detail
+        else:
+            evidence.append(f"state.{key} (hidden): {next(iter(by_seed.values()))}, in every seed; {worth.detail}")
+    if evidence:
         return failed("hidden_state", f"observations reveal hidden state ({looked})", evidence)
     public = sorted(key for key, by_seed in leaks.items() if by_seed and len(values_by_key.get(key, ())) <= 1)
-    parts = (
-        [f"hidden fields {sorted(hidden_seen - set(public))} never appeared in observations"]
-        if (hidden_seen - set(public))
-        else []
-    )
+    quiet = hidden_seen - set(public) - set(statements)
+    parts = [f"hidden fields {sorted(quiet)} never appeared in observations"] if quiet else []
     if public:
         parts.append(f"hidden fields {public} show, but are the same in every episode, so they give nothing away")
+    for key, detail in statements.items():
+        parts.append(f"hidden field {key} shows in every episode, but is no secret: {detail} (a task statement)")
     return ProbeResult("hidden_state", PASSED, "; ".join(parts) + f" ({looked})")
+
+
+@dataclass
+class Worth:
+    earned: bool | None  # None: could not be judged
+    detail: str
+
+
+def _fits(value: Any, prop: dict[str, Any]) -> bool:
+    if "enum" in prop:
+        return value in prop["enum"]
+    kind = prop.get("type")
+    if kind == "string":
+        return isinstance(value, str)
+    if kind in ("integer", "number") and isinstance(value, int | float) and not isinstance(value, bool):
+        low, high = prop.get("minimum", float("-inf")), prop.get("maximum", float("inf"))
+        return (kind == "number" or isinstance(value, int)) and low <= value <= high
+    return False
+
+
+def _other_value(value: Any, prop: dict[str, Any]) -> Any:
+    """Another value of the argument, not `value`: the twin a shown value is compared with."""
+    if "enum" in prop:
+        return next((v for v in prop["enum"] if v != value), value)
+    if isinstance(value, str):
+        return "nothing in particular"
+    options = [v for v in range(int(prop.get("minimum", 0)), int(prop.get("minimum", 0)) + 3) if v != value]
+    return options[0] if _fits(options[0], prop) else value + 1
+
+
+def _played(ctx: ProbeContext, seed: int, key: str, send: Callable[[Any], dict]) -> float:
+    """The rewards of one episode from reset(seed) that makes the same call up to `episode_steps` times (a reward
+    that comes only at the episode's end counts): `send(value)`, with the episode's own hidden value of `state[key]`
+    (read from `state`, so that a server that ignores its seed is judged on its own episode), gives the action."""
+    total = 0.0
+    with ctx.session() as s:
+        s.reset(seed=seed)
+        action = send(s.state().get(key))
+        for _ in range(max(ctx.episode_steps, 1)):
+            try:
+                result = s.step(action)
+            except EnvError:
+                break
+            total += result.reward or 0.0
+            if result.done:
+                break
+    return total
+
+
+def _worth_sending(ctx: ProbeContext, key: str, seed: int, budget: int = 12) -> Worth:
+    """Does a call that sends the hidden value of `state[key]` earn more than the same call with another value? Each
+    argument that can carry it is tried (up to `budget`), the rest of the call the same in both."""
+    with ctx.session() as s:
+        s.reset(seed=seed)
+        value = s.state().get(key)
+    unjudged = "so whether it is worth anything was not judged"
+    if not isinstance(value, str | int | float) or isinstance(value, bool):
+        return Worth(None, f"a value of its kind cannot be sent in a call, {unjudged}")
+    rng = random.Random(seed + 11)
+    slots = [(tool, name, prop) for tool in ctx.tools
+             for name, prop in tool.parameters.get("properties", {}).items() if _fits(value, prop)]  # fmt: skip
+    if not slots:
+        return Worth(None, f"no argument of the tools takes a value of its kind, {unjudged}")
+    tried = []
+    for tool, name, prop in slots[:budget]:
+        rest = random_arguments(tool, rng)
+
+        def sent(value: Any, tool: ToolSpec = tool, name: str = name, rest: dict = rest) -> dict:
+            return tool.action({**rest, name: value})
+
+        def other(value: Any, sent=sent, prop: dict = prop) -> dict:
+            return sent(_other_value(value, prop))
+
+        try:
+            with_it, without = _played(ctx, seed, key, sent), _played(ctx, seed, key, other)
+            earns = with_it > without and (establish(ctx).deterministic or _earns_again(ctx, seed, key, sent, other))
+        except (SessionBroken, SessionTimedOut) as exc:
+            return Worth(None, f"sending it in {tool.name}({name}=…) broke the session ({exc}), {unjudged}")
+        tried.append(f"{tool.name}({name}=…)")
+        if earns:
+            return Worth(True, f"a call that sends it earns: {tool.name}({name}=<it>) earned {with_it:g} in an "
+                               f"episode, the same call with another value {without:g}")  # fmt: skip
+    return Worth(False, f"sent in every argument that takes it ({', '.join(tried)}), it earned nothing more than "
+                        "another value")  # fmt: skip
+
+
+def _earns_again(ctx: ProbeContext, seed: int, key: str, sent, other, tries: int = 3) -> bool:
+    """On a random server one lucky episode is not a finding: the value must out-earn its twin every time."""
+    return all(_played(ctx, seed + 1 + k, key, sent) > _played(ctx, seed + 1 + k, key, other) for k in range(tries))
 
 
 def _step_together(ctx: ProbeContext, sessions: list[EnvSession], rounds: int = 3) -> list[str]:

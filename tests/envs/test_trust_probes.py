@@ -93,14 +93,15 @@ def test_each_planted_fault_is_caught_by_its_probe_and_by_no_other(probe_context
 
 CLEAN_TWINS = {"beacon_clean": CAPACITY, "beacon_stochastic": CAPACITY, "beacon_capacity_one": 1,
                "beacon_public_rules": CAPACITY, "beacon_timed": CAPACITY, "beacon_penalty": CAPACITY,
-               "beacon_random_start": CAPACITY}  # fmt: skip
+               "beacon_random_start": CAPACITY, "beacon_stated_task": CAPACITY}  # fmt: skip
 
 
 @pytest.mark.parametrize(("twin", "capacity"), CLEAN_TWINS.items())
 def test_no_probe_fails_on_a_clean_twin(probe_context, twin, capacity):
     """Deterministic; random by declaration; a single session, declared as such; a public state field shown; a
     timing and a lifetime frame counter shown; a malformed input answered with a penalty instead of an error; a
-    random start where the opponent may move first (declared random: not a dirty reset, whatever the dice say)."""
+    random start where the opponent may move first (declared random: not a dirty reset, whatever the dice say); a
+    task statement kept in state and shown (a different one each episode; knowing it earns nothing)."""
     results = run_probes(probe_context(fixture_source(twin, capacity=capacity), capacity=capacity))
     assert [r for r in results if r.status == FAILED] == [], results
     assert len(results) == 7
@@ -177,8 +178,21 @@ def test_hidden_state_evidence_names_the_field_and_says_what_to_do(probe_context
     result = probe_hidden_state(probe_context(fixture_source("beacon_exposed_secret", capacity=CAPACITY)))
     assert result.status == FAILED
     assert result.evidence[0].startswith("state.target (hidden): observation field metadata.target = ")
-    assert "(after reset)" in result.evidence[0] and result.evidence[0].endswith("in every seed")
+    assert "(after reset)" in result.evidence[0] and "in every seed" in result.evidence[0]
+    # what makes it a secret: sending it finds the beacon (reward 1), another position does not
+    assert "a call that sends it earns: probe(position=<it>) earned 1 in an episode" in result.evidence[0]
     assert result.advice.startswith("What it means:") and "fix:" in result.advice
+
+
+def test_a_task_statement_kept_in_state_and_shown_is_no_leak(probe_context):
+    # OpenEnv's finqa keeps its question in state.current_question and shows it in metadata.question, on purpose:
+    # it is a different question each episode, so only what knowing it earns tells it from a secret.
+    result = probe_hidden_state(probe_context(fixture_source("beacon_stated_task", capacity=CAPACITY)))
+    assert result.status == PASSED, result
+    assert "hidden field task shows in every episode, but is no secret: sent in every argument that takes it" in (
+        result.summary
+    )
+    assert "probe(note=…)" in result.summary and "(a task statement)" in result.summary
 
 
 def test_a_hidden_field_shown_on_purpose_and_the_same_in_every_episode_is_no_leak(probe_context):
