@@ -65,6 +65,17 @@ def test_the_moves_an_observation_offers_are_sent_and_accepted(legal_moves):
                 assert f'"{move}"' in shown, "every kept call was a legal move of the position it was played in"
             elif message["role"] == "tool":
                 shown = message["content"]
+    # The moves were copied from what the episode showed: they get tokens of their own (one choice to copy, not a
+    # letter and a digit to spell); a random word no observation showed is no copied value.
+    assert set(tally.copied) <= {f"{letter}{step}" for letter in "abcdefgh" for step in (1, 2, 3)}
+    assert sum(tally.copied.values()) == tally.accepted
+
+
+def test_a_value_is_copied_when_an_observation_showed_it():
+    tally = CallTally()
+    tally.record("move", {"move": "c2", "note": "apple"}, None, shown='[{"legal_moves": ["c1", "c2", "c3"]}]')
+    tally.record("move", {"move": "d2"}, "refused: the environment answered with a penalty (-0.1)", shown='["d2"]')
+    assert tally.copied == {"c2": 1}  # "apple" was not shown; a refused call teaches nothing
 
 
 def test_a_warm_start_that_the_environment_refuses_says_which_tool_and_arguments(legal_moves, monkeypatch):

@@ -41,7 +41,7 @@ TINY_RECIPE = {
 # gave 15/20 and 20/20. A 1e-2 learning rate diverged. With batches of like lengths (workers/models/tiny.sft_save),
 # 6 epochs teach as much as the tests ask (the trained foreign patterns and text_enum passed: >= 1 accepted call per
 # episode, >= 0.9 of the enum's words right) in 88-107 s a test where 10 took 146-179 s (two tests at once, 2 cores).
-WARMSTART_RECIPE = {"conversations": 128, "epochs": 6, "lr": 3e-3, "max_turns": 3, "seed": 4321, "v": 3}
+WARMSTART_RECIPE = {"conversations": 128, "epochs": 6, "lr": 3e-3, "max_turns": 3, "seed": 4321, "v": 4}
 WARMSTART_NAME = re.compile(r"^(?P<base>tiny-local)@(?P<slug>[-\w]+):(?P<label>.+)$")
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,8 @@ class WarmStartError(Exception):
 # says which tool and arguments the environment turned down.
 MIN_ACCEPTED_SHARE = 0.2
 MIN_CONVERSATIONS = 4
+# At most this many values copied from observations get tokens of their own (the most often sent first).
+COPIED_TOKENS = 200
 
 
 class CallTally:
@@ -39,11 +42,15 @@ class CallTally:
         self.sent = self.accepted = 0
         self.refused: dict[str, int] = {}
         self.example: dict[str, str] = {}  # per tool: the last refused arguments and the environment's answer
+        self.copied: Counter[str] = Counter()  # string values of accepted calls that the episode had shown
 
-    def record(self, tool: str, arguments: dict, error: str | None) -> None:
+    def record(self, tool: str, arguments: dict, error: str | None, *, shown: str = "") -> None:
+        """`shown`: the text of what the episode's observations showed so far; an accepted call's string values
+        found in it were copied from it."""
         self.sent += 1
         if error is None:
             self.accepted += 1
+            self.copied.update(v for v in arguments.values() if isinstance(v, str) and 0 < len(v) <= 40 and v in shown)
             return
         self.refused[tool] = self.refused.get(tool, 0) + 1
         self.example[tool] = f"{json.dumps(arguments, ensure_ascii=False)[:120]} → {error[:160]}"
@@ -155,12 +162,14 @@ def fitting_conversations(tokenizer, conversations: list[dict[str, Any]], *, max
 
 
 def tokens_for_words(model, tokenizer, words: list[str]) -> list[str]:
-    """Give each word a call must spell exactly (a tool's name, an enum value) that the base tokenizer splits into
-    pieces a token of its own, learned in the SFT that follows; the words added.
+    """Give each word a call must spell exactly (a tool's name, an enum value, a value the calls copied from an
+    observation: a legal move, a company's name) that the base tokenizer splits into pieces a token of its own,
+    learned in the SFT that follows; the words added.
 
     The tiny model's tokenizer learned the built-in games' words: OpenEnv's grid_world takes UP, DOWN, LEFT or RIGHT,
     which it spelled in up to five pieces, and the model garbled them ("DP", "RIGE", "LeightWN": 12 of 13 calls of a
-    3-step run refused). A token of its own is one choice to copy, not five to spell. Each new token matches a
+    3-step run refused); and it spelled the companies finqa had named in pieces and garbled them ("glexme"). A token
+    of its own is one choice to copy, not five to spell. Each new token matches a
     whole word only (never the "UP" of "UPDATE") and starts as the mean of its pieces' embeddings, so the model reads
     it at first as it read the pieces."""
     import torch
@@ -212,7 +221,7 @@ def _successful_call(
             if env.episode is not None and env.episode.error:
                 return None  # the session broke: the episode is over
             continue
-        tally.record(tool.name, arguments, None)
+        tally.record(tool.name, arguments, None, shown=json.dumps([*earlier, observation], default=str))
         return tool.name, arguments, result
     return None
 
@@ -250,7 +259,8 @@ def _warm_start(version, target: Path, endpoints: list[str], step_timeout: float
                                   max_turns=recipe["max_turns"], progress=progress, tally=tally)  # fmt: skip
     tokenizer = AutoTokenizer.from_pretrained(base)
     model = AutoModelForCausalLM.from_pretrained(base)
-    words = tokens_for_words(model, tokenizer, spelled_words(env_class.tools))
+    copied = [value for value, _ in tally.copied.most_common(COPIED_TOKENS)]
+    words = tokens_for_words(model, tokenizer, list(dict.fromkeys([*spelled_words(env_class.tools), *copied])))
     conversations = fitting_conversations(tokenizer, conversations, max_length=SFT_MAX_LENGTH)
     datasets.disable_progress_bars()
     transformers.utils.logging.disable_progress_bar()  # the caller's bar says it
