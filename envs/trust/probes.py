@@ -612,7 +612,8 @@ def _played(ctx: ProbeContext, seed: int, key: str, send: Callable[[Any], dict])
 
 def _worth_sending(ctx: ProbeContext, key: str, seed: int, budget: int = 12) -> Worth:
     """Does a call that sends the hidden value of `state[key]` earn more than the same call with another value? Each
-    argument that can carry it is tried (up to `budget`), the rest of the call the same in both."""
+    argument that can carry it is tried (up to `budget`, and the report says how many of how many), the rest of the
+    call the same in both."""
     with ctx.session() as s:
         s.reset(seed=seed)
         value = s.state().get(key)
@@ -643,8 +644,12 @@ def _worth_sending(ctx: ProbeContext, key: str, seed: int, budget: int = 12) -> 
         if earns:
             return Worth(True, f"a call that sends it earns: {tool.name}({name}=<it>) earned {with_it:g} in an "
                                f"episode, the same call with another value {without:g}")  # fmt: skip
-    return Worth(False, f"sent in every argument that takes it ({', '.join(tried)}), it earned nothing more than "
-                        "another value")  # fmt: skip
+    where = (
+        "every argument that takes it"
+        if len(slots) <= budget
+        else f"{budget} of the {len(slots)} arguments that take it"
+    )
+    return Worth(False, f"sent in {where} ({', '.join(tried)}), it earned nothing more than another value")
 
 
 def _earns_again(ctx: ProbeContext, seed: int, key: str, sent, other, tries: int = 3) -> bool:
