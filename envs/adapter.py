@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from envs.event_loop import run_on_session_loop
 from envs.mcp_tools import mcp_result
+from envs.refusals import refused_in_words
 from envs.rewards import RewardRule, field_value, step_credits
 from envs.session import AsyncEnvSession, EnvError, SessionBroken, SessionTimedOut
 from envs.tools import ToolSpec
@@ -210,6 +211,9 @@ class ToolEnvironment:
         if error is None and not result.done and refused_by_penalty(result.reward, episode.last_observation,
                                                                        result.observation):  # fmt: skip
             error = f"refused: the environment answered with a penalty ({result.reward:g}) and nothing changed"
+        elif error is None and not result.done and (said := refused_in_words(episode.last_observation,
+                                                                            result.observation)):  # fmt: skip
+            error = f"refused: the environment answered: {said}"
         elif error is None:
             episode.last_observation = result.observation
         event = ToolEvent(

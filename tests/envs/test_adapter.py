@@ -166,3 +166,28 @@ def test_a_penalty_that_only_counts_a_step_is_a_refused_call():
     assert not refused_by_penalty(0.0, maze(0, [0, 0], [3]), maze(1, [0, 0], [3]))  # no penalty: not a refusal
     # A number named like a counter that is the state itself still counts ("score" is no step counter).
     assert not refused_by_penalty(-1.0, {"score": 3, "step_count": 1}, {"score": 2, "step_count": 2})
+
+
+def test_a_move_the_game_refuses_in_its_own_words_is_a_refused_call(served_fixture):
+    # OpenEnv's textarena (Wordle) answers a word guessed before with "You attempted an invalid move. Reason: …"
+    # appended to its conversation, reward 0 and no error: it counted as accepted.
+    env = env_class_for(served_fixture("told_off"))()
+    env.reset(seed=1)
+    assert "You submitted [crane]" in env.guess(message="crane")  # a rival's invalid move refuses nothing of ours
+    assert env.episode.events[-1].error is None
+    with pytest.raises(ToolFailed, match=r"refused: the environment answered: You attempted an invalid move\. "
+                                         r"Reason: You have already guessed 'crane' before\."):  # fmt: skip
+        env.guess(message="crane")
+    assert "You submitted [plant]" in env.guess(message="plant")  # the earlier refusal is old text: not read again
+    assert [e.error is None for e in env.episode.events] == [True, False, True]
+    env._close()
+
+
+def test_only_the_text_a_step_added_is_read_for_a_refusal():
+    from envs.refusals import added_text, refused_in_words
+
+    before = {"messages": [{"content": "[GAME] You attempted an invalid move. Reason: old.\n"}], "turn": 1}
+    grown = {"messages": [{"content": before["messages"][0]["content"] + "[GAME] You submitted [plant].\n"}], "turn": 2}
+    assert added_text(before, grown) == "[GAME] You submitted [plant].\n" and refused_in_words(before, grown) is None
+    rewritten = {"messages": [{"content": "[GAME] You attempted an invalid move. Reason: again."}], "turn": 1}
+    assert refused_in_words(before, rewritten) == "You attempted an invalid move. Reason: again."

@@ -287,7 +287,7 @@ def sft_save(
 # base of every warm start) in the cache; a warm start depends on all that the tiny model does, and on its player.
 TINY_SOURCES = (
     "workers/models/tiny.py", "envs/adapter.py", "envs/tools.py", "envs/prompts.py", "envs/mcp_tools.py",
-    "envs/volatile.py", "envs/guess_number", "envs/word_guess", "envs/grid_catch",
+    "envs/refusals.py", "envs/volatile.py", "envs/guess_number", "envs/word_guess", "envs/grid_catch",
 )  # fmt: skip
 BUILDER_SOURCES = {"tiny": TINY_SOURCES, "warmstart": (*TINY_SOURCES, "workers/models/warmstart.py", "envs/actions.py")}
 REPO_ROOT = Path(__file__).resolve().parents[2]
