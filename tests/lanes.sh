@@ -6,7 +6,7 @@
 #           several processes);
 #   lane B: everything else (unit and page tests, the browser tests, every Docker test and the compose stack — Docker
 #           tests clean up the engine's managed containers, so they all live in one lane), and the slow tests marked
-#           lane_b (Slurm, the broker down, evaluations, supervision, the catalog's run), which balance the lanes.
+#           lane_b (Slurm, the broker down, evaluations, supervision), which balance the lanes.
 # Each lane has its own database, Redis database, data folder (so its own store and embedded Redis) and temporary
 # folder; they share the cache (the tiny model, warm starts, images: content-keyed and built under locks).
 # TEST_LANES=1, or any PYTEST_ARGS, runs one pytest as before.
