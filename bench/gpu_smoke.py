@@ -92,7 +92,8 @@ def main() -> None:
         return
     if args.device == "cpu":
         os.environ["CUDA_VISIBLE_DEVICES"] = ""
-    steps = args.steps if args.device == "cuda" else 1
+    # On a GPU the first step warms its kernels up and is not measured; the CPU path checks the path: one step in all.
+    max_steps = args.steps + 1 if args.device == "cuda" else 1
 
     import django
 
@@ -134,7 +135,7 @@ def main() -> None:
         for model_label, path in models.items():
             for mode in ("full", "lora"):
                 config = {"num_generations": 4, "per_device_train_batch_size": 8, "max_completion_length": 256,
-                          "max_tool_calling_iterations": 4, "max_steps": steps + 1, "save_steps": 100_000,
+                          "max_tool_calling_iterations": 4, "max_steps": max_steps, "save_steps": 100_000,
                           "learning_rate": 1e-5, "lora_r": 16 if mode == "lora" else 0, "lora_alpha": 32}  # fmt: skip
                 settings_ = GRPOSettings.from_dict(config).as_dict()
                 run = run_create(team=team, user=None, env_version=version, config=settings_, start=False,
