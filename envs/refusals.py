@@ -5,7 +5,9 @@ a sentence appended to the game's conversation ("You attempted an invalid move. 
 'crane' before. …"), reward 0, the turn unchanged, and no error. Counted as accepted, a warm start teaches such calls
 and a run's counters call them steps. Only the text that the step added is read (the conversation keeps every earlier
 sentence), and only the sentence that TextArena addresses to the player who moved: a game that tells of another
-player's invalid move has not refused ours.
+player's invalid move has not refused ours. Its two-player games write "Player 1 attempted an invalid move" to the
+player who moved, whose turn it stays: that is ours when the observation before the step gave the turn to player 1
+(`current_player_id`, as OpenEnv's textarena environment shows it); with no turn shown, it is another player's.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 REFUSED_MOVE_IN_WORDS = re.compile(r"\bYou attempted an invalid move\b[^\n]*")
+A_PLAYERS_MOVE_REFUSED = re.compile(r"\bPlayer (\d+) attempted an invalid move\b[^\n]*")
 
 
 def _texts(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
@@ -42,5 +45,13 @@ def added_text(before: Any, after: Any) -> str:
 
 def refused_in_words(before: dict[str, Any], after: dict[str, Any]) -> str | None:
     """The sentence in which the game refused the move, if the step's new text has one."""
-    found = REFUSED_MOVE_IN_WORDS.search(added_text(before, after))
-    return found.group(0)[:300] if found else None
+    text = added_text(before, after)
+    found = REFUSED_MOVE_IN_WORDS.search(text)
+    if found:
+        return found.group(0)[:300]
+    mover = before.get("current_player_id")
+    if isinstance(mover, int) and not isinstance(mover, bool):
+        for found in A_PLAYERS_MOVE_REFUSED.finditer(text):
+            if int(found.group(1)) == mover:
+                return found.group(0)[:300]
+    return None

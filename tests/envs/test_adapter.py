@@ -191,3 +191,17 @@ def test_only_the_text_a_step_added_is_read_for_a_refusal():
     assert added_text(before, grown) == "[GAME] You submitted [plant].\n" and refused_in_words(before, grown) is None
     rewritten = {"messages": [{"content": "[GAME] You attempted an invalid move. Reason: again."}], "turn": 1}
     assert refused_in_words(before, rewritten) == "You attempted an invalid move. Reason: again."
+
+
+def test_a_two_player_game_refuses_the_move_of_the_player_whose_turn_it_was():
+    # OpenEnv's textarena shows the current player's messages and `current_player_id`; TextArena's two-player games
+    # write the refusal to the player who moved ("Player 1 attempted an invalid move"), whose turn it stays.
+    from envs.refusals import refused_in_words
+
+    def seen(player: int, *texts: str) -> dict:
+        return {"current_player_id": player, "messages": [{"sender_id": -1, "content": t} for t in texts]}
+
+    refusal = "[GAME] Player 1 attempted an invalid move. Reason: column 3 is full. Please resubmit a valid move."
+    assert refused_in_words(seen(1, "[GAME] Your turn."), seen(1, refusal)) == refusal.removeprefix("[GAME] ")
+    assert refused_in_words(seen(0, "[GAME] Your turn."), seen(1, refusal)) is None  # player 0 moved: not its move
+    assert refused_in_words({"messages": []}, {"messages": [{"content": refusal}]}) is None  # no turn shown: a rival's
