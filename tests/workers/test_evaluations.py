@@ -23,7 +23,8 @@ from webapp.runs.selectors import metric_names
 from webapp.runs.services import run_create
 
 RUBRIC = Path(__file__).resolve().parents[1] / "fixtures" / "envs" / "rubric_guess"
-pytestmark = [pytest.mark.slow, pytest.mark.lane_b, pytest.mark.django_db(transaction=True)]
+# lane B but the rubric's story (tests/lanes.sh: the lanes' balance)
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
 def wait_evaluated(evaluation: Evaluation, timeout: float = 600) -> Evaluation:
@@ -40,6 +41,7 @@ def outcomes(evaluation: Evaluation) -> list[tuple]:
         "seed", "sample", "reward", "success", "num_tool_calls", "num_turns"))  # fmt: skip
 
 
+@pytest.mark.lane_b
 def test_a_greedy_eval_is_reproducible_and_its_aggregates_are_its_episodes(acme, alice, tiny_model, live_worker):
     version = register_builtin(acme, "guess-number")
     first = evaluation_create(team=acme, user=alice, model_name="tiny-local", versions=[version], seeds="500-511",
@@ -66,6 +68,7 @@ def test_a_greedy_eval_is_reproducible_and_its_aggregates_are_its_episodes(acme,
     assert result["mean_reward"]["low"] <= result["mean_reward"]["value"] <= result["mean_reward"]["high"]
 
 
+@pytest.mark.lane_b
 def test_pass_at_k_and_avg_at_k_equal_a_direct_computation(acme, alice, tiny_model, live_worker):
     version = register_builtin(acme, "guess-number")
     evaluation = wait_evaluated(evaluation_create(
@@ -155,6 +158,7 @@ def test_a_run_on_an_environment_that_owns_its_reward_learns_and_is_evaluated_by
     )
 
 
+@pytest.mark.lane_b
 def test_cancel_stops_an_evaluation_and_its_servers(acme, alice, tiny_model, live_worker):
     version = register_builtin(acme, "guess-number")
     evaluation = evaluation_create(team=acme, user=alice, model_name="tiny-local", versions=[version],
