@@ -46,12 +46,8 @@ def added_text(before: Any, after: Any) -> str:
 def refused_in_words(before: dict[str, Any], after: dict[str, Any]) -> str | None:
     """The sentence in which the game refused the move, if the step's new text has one."""
     text = added_text(before, after)
-    found = REFUSED_MOVE_IN_WORDS.search(text)
-    if found:
-        return found.group(0)[:300]
-    mover = before.get("current_player_id")
-    if isinstance(mover, int) and not isinstance(mover, bool):
-        for found in A_PLAYERS_MOVE_REFUSED.finditer(text):
-            if int(found.group(1)) == mover:
-                return found.group(0)[:300]
-    return None
+    mover = str(before.get("current_player_id"))  # "None" when no turn is shown: no "Player N" sentence is ours
+    found = REFUSED_MOVE_IN_WORDS.search(text) or next(
+        (m for m in A_PLAYERS_MOVE_REFUSED.finditer(text) if m.group(1) == mover), None
+    )
+    return found.group(0)[:300] if found else None
