@@ -169,15 +169,62 @@ def spelled_words(tools: list[ToolSpec], limit: int = 200) -> list[str]:
     return list(dict.fromkeys(w for w in words if 0 < len(w) <= 40 and not w.isspace()))[:limit]
 
 
+class Habit:
+    """A warm start's habit for choosing among the choices an observation offers: the one it chose before (most
+    often), else the one offered most often so far, else the first offered; `explore` of the choices at random.
+
+    A uniformly random choice among the offered ones is a policy only a model that copies from its observation can
+    learn, and a model this small does not learn to copy (measured on chess-like legal moves: the same move whatever
+    was listed). It learns a habit: the values a teacher chose most often, where they are legal. Keeping to its own
+    choices makes the teacher's policy a function of the state that a model can learn by heart (chess against its
+    engine from the same two starts becomes two lines of play; by what was offered most alone, its first move
+    drifted among a dozen); a new choice goes to the value legal in the most states seen. The random rest keeps the
+    episodes varied, and is not kept as habit."""
+
+    def __init__(self, explore: float = 0.25) -> None:
+        self.explore = explore
+        self.offered: dict[Any, int] = {}  # insertion order: the order values were first offered breaks ties
+        self.chosen: dict[Any, int] = {}
+        self.refused_here: set[Any] = set()  # values refused in the state seen last: not chosen again there
+
+    def see(self, observation: Any) -> None:
+        """A new state: what it offers counts."""
+        self.refused_here = set()
+        for value in offered_values(observation):
+            self.offered[value] = self.offered.get(value, 0) + 1
+
+    def choose(self, pool: list[Any], rng: random.Random) -> Any:
+        pool = [v for v in pool if v not in self.refused_here] or pool
+        if rng.random() < self.explore:
+            return rng.choice(pool)
+        order = {value: index for index, value in enumerate(self.offered)}
+        value = min(pool, key=lambda v: (-self.chosen.get(v, 0), -self.offered.get(v, 0), order.get(v, len(order))))
+        self.chosen[value] = self.chosen.get(value, 0) + 1
+        return value
+
+    def refused(self, values: list[Any]) -> None:
+        """The environment refused a call that sent these: not a habit, and not chosen again in this state."""
+        for value in values:
+            self.refused_here.add(value)
+            if self.chosen.get(value):
+                self.chosen[value] -= 1
+
+
 def offered_arguments(
-    tool: ToolSpec, observation: Any, rng: random.Random, *, minimal: bool = False, earlier: list[Any] = ()
+    tool: ToolSpec,
+    observation: Any,
+    rng: random.Random,
+    *,
+    minimal: bool = False,
+    earlier: list[Any] = (),
+    habit: Habit | None = None,
 ) -> dict[str, Any] | None:
     """Random valid arguments with each free-form string or integer argument taken from what the observation offers
     (within the argument's bounds): for an identifier or a name, the values named under the argument's key (or `id`,
     or its stem) in it or in the episode's `earlier` observations (finqa names the question's company at reset, and
-    every later call takes it); else its lists of choices (this observation's only: they change with the state);
-    else, for a string, the values its description names. None when nothing fits.
-    `minimal`: the required arguments only, and the optional ones the observation offers."""
+    every later call takes it); else its lists of choices (this observation's only: they change with the state),
+    chosen by `habit` when given (else at random); else, for a string, the values its description names. None when
+    nothing fits. `minimal`: the required arguments only, and the optional ones the observation offers."""
     offers = offered_values(observation)
     named = named_values([*earlier, observation])
     pools: dict[str, list[Any]] = {}
@@ -192,17 +239,19 @@ def offered_arguments(
                 kind == "integer" and isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
             )
 
-        pool = [v for v in identifier_pool(name, named) if fits(v)] or [v for v in offers if fits(v)]
+        pool = [v for v in identifier_pool(name, named) if fits(v)]
+        offered = [v for v in offers if fits(v)] if not pool else []
+        pool = pool or offered
         if not pool and kind == "string":
             pool = described_values(prop)
         if pool:
-            pools[name] = pool
+            pools[name] = (pool, habit if offered and habit is not None else None)
     if not pools:
         return None  # (no random draw: a warm start's sequence stays what it was for such a tool)
     arguments = random_arguments(tool, rng, minimal=minimal)
-    for name, pool in pools.items():
+    for name, (pool, chooser) in pools.items():
         if not minimal or name in arguments or identifier_pool(name, named):
-            arguments[name] = rng.choice(pool)
+            arguments[name] = chooser.choose(pool, rng) if chooser is not None else rng.choice(pool)
     return arguments
 
 

@@ -6,6 +6,7 @@ steps. The GPU is the one boundary we cannot reach, so these run on the CPU."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -109,11 +110,17 @@ def test_a_model_that_never_calls_the_tools_is_not_a_plain_success(acme, alice, 
 @pytest.mark.lane_b
 def test_a_warm_start_on_an_enum_sent_as_text_teaches_calls_the_environment_accepts(acme, tiny_model, live_worker):
     # text_enum: `direction` is any string to the schema, and the server refuses every word but the four its
-    # description names (OpenEnv's grid_world refused 16 of 18 schema-valid calls). The warm start sends the named
-    # words and keeps only the calls the environment accepted; the model it makes must then send words it takes.
+    # description names (OpenEnv's grid_world refused 16 of 18 schema-valid calls); which of the four are legal
+    # changes with the state (a step into the wall: a penalty and nothing changed, as chess answers an illegal move).
+    # The warm start sends the legal words the observation lists and keeps only the calls the environment accepted;
+    # the model it makes must then send words it takes, and its refused calls are counted and marked as such.
     version = add(acme, "text_enum")
     recipe = json.loads((warm_start(version) / "trainyard-recipe.json").read_text())
     assert recipe["calls_sent"] >= 24 and recipe["calls_accepted"] / recipe["calls_sent"] >= 0.9, recipe
+    # Its SFT went on until the model's own calls took the words the observations listed (a round more if not).
+    took, checked = map(int, re.fullmatch(r"its own calls took an offered value (\d+) of (\d+) times",
+                                          recipe["learned"]).groups())  # fmt: skip
+    assert checked >= 16 and took >= 0.75 * checked and 1 <= recipe["sft_rounds"] <= 4, recipe
     run = train(acme, version, warmstart_name(version))
 
     assert run.status == Status.SUCCEEDED, run.failure_reason
@@ -124,6 +131,9 @@ def test_a_warm_start_on_an_enum_sent_as_text_teaches_calls_the_environment_acce
     calls = [c for e in kept for t in e.turns if t["role"] == "assistant" for c in t["tool_calls"]]
     answered = [t for e in kept for t in e.turns if t["role"] == "tool" and t["reward"] is not None and not t["error"]]
     assert answered and all(t["name"] == tool for t in answered)
+    refused = [t for e in kept for t in e.turns if t["role"] == "tool" and t["error"]]
+    assert run.env_tool_errors >= len(refused), (run.env_tool_errors, refused)
+    assert all("penalty (-0.1)" in t["error"] or "is not a direction" in t["error"] for t in refused), refused
     words = [json.loads(c["arguments"])["direction"] if isinstance(c["arguments"], str) else c["arguments"]["direction"]
              for c in calls if c["name"] == tool]  # fmt: skip
     assert words and sum(w in {"up", "down", "left", "right"} for w in words) / len(words) >= 0.9, words

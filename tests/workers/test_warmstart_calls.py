@@ -90,14 +90,79 @@ def test_a_warm_start_that_the_environment_refuses_says_which_tool_and_arguments
     assert "move was refused" in message and "refused: the environment answered with a penalty (-0.1)" in message
 
 
-def test_an_enum_sent_as_text_is_played_with_the_words_its_description_names(served_class):
-    # OpenEnv's grid_world refused 16 of 18 warm-start calls: its action is an enum the schema calls a string.
+def test_an_enum_sent_as_text_whose_legal_words_change_with_the_state_is_played_with_the_listed_ones(served_class):
+    # OpenEnv's grid_world refused 16 of 18 warm-start calls: its action is an enum the schema calls a string. Here a
+    # step into the wall is refused too (a penalty, nothing changed), and each observation lists the legal words.
     tally = CallTally()
     conversations = play(served_class("text_enum"), tally)
     assert tally.sent >= 24 and tally.share >= 0.9, (tally.sent, tally.accepted, tally.refused)
-    sent = {warmstart.json.loads(m["tool_calls"][0]["function"]["arguments"])["direction"]
-            for c in conversations for m in c["messages"] if m.get("tool_calls")}  # fmt: skip
-    assert sent <= {"up", "down", "left", "right"} and len(sent) >= 3
+    sent = [warmstart.json.loads(m["tool_calls"][0]["function"]["arguments"])["direction"]
+            for c in conversations for m in c["messages"] if m.get("tool_calls")]  # fmt: skip
+    assert set(sent) <= {"up", "down", "left", "right"} and len(set(sent)) >= 3
+    # Its habit: the word it chose before where legal ("down" from the first square, then "right" along the wall).
+    top = max(set(sent), key=sent.count)
+    assert top in {"down", "right"} and sent.count(top) >= len(sent) / 3, sent
+
+
+def test_an_enum_sent_as_text_is_played_with_the_words_its_description_names():
+    import random
+
+    from envs.tools import ToolSpec
+
+    walk = ToolSpec(
+        name="walk",
+        description="",
+        parameters={
+            "type": "object",
+            "required": ["direction"],
+            "properties": {
+                "direction": {"type": "string", "description": "Which way to step: one of up, down, left or right."}
+            },
+        },
+    )
+    rng = random.Random(0)
+    sent = {offered_arguments(walk, {"row": 0, "column": 2}, rng)["direction"] for _ in range(40)}
+    assert sent == {"up", "down", "left", "right"}
+
+
+def test_a_teacher_keeps_to_its_habit_and_a_new_choice_is_the_one_offered_most_often():
+    # Chosen at random among the offered moves, a teacher's choice is one only a model that copies from the
+    # observation can learn; by habit, the same choice from the same offer: a policy learnt by heart.
+    import random
+
+    from envs.actions import Habit
+
+    habit = Habit(explore=0.0)
+    for legal in (["b1c3", "e2e4", "g1f3"], ["e2e4", "g1f3"], ["a2a3", "e2e4"]):
+        habit.see({"legal_moves": legal, "fen": "…"})
+    rng = random.Random(0)
+    assert habit.choose(["a2a3", "g1f3", "e2e4"], rng) == "e2e4"  # offered three times: legal in the most states
+    assert habit.choose(["b1c3", "g1f3"], rng) == "g1f3"  # twice, against once
+    for _ in range(5):
+        habit.see({"legal_moves": ["a2a3", "h2h4"]})
+    assert habit.choose(["a2a3", "e2e4"], rng) == "e2e4"  # chosen before: kept, though a2a3 is offered more now
+    assert habit.choose(["h2h4", "a2a3", "c2c4"], rng) == "a2a3"  # a new choice: the most offered (a tie: first seen)
+    assert habit.choose(["c2c4", "c2c3"], rng) == "c2c4"  # never offered: the pool's own order
+    habit.refused(["e2e4"])  # refused here: another choice in this state, and no longer a habit
+    assert habit.choose(["a2a3", "e2e4"], rng) == "a2a3"
+    habit.see({"legal_moves": ["e2e4", "a2a3"]})
+    assert habit.chosen["e2e4"] < habit.chosen["a2a3"] and habit.choose(["e2e4", "a2a3"], rng) == "a2a3"
+    exploring = Habit(explore=1.0)
+    exploring.see({"legal_moves": ["e2e4", "d2d4"]})
+    assert {exploring.choose(["e2e4", "d2d4"], rng) for _ in range(30)} == {"e2e4", "d2d4"}
+    assert exploring.chosen == {}  # a random choice is not kept as habit
+
+
+def test_a_models_call_is_read_from_what_it_generated():
+    from workers.models.warmstart import _call_values
+
+    said = (
+        '<think>\n\n</think>\n\n<tool_call>\n{"name": "chess", "arguments": {"move": "b1c3"}}\n</tool_call><|im_end|>'
+    )
+    assert _call_values(said) == ["b1c3"]
+    walk = '<tool_call>\n{"name": "walk", "arguments": {"direction": "down", "steps": 2}}\n</tool_call>'
+    assert _call_values(walk) == ["down", 2]
+    assert _call_values("Done.") == _call_values('<tool_call>{"name": "chess", "argu</tool_call>') == []
 
 
 @pytest.mark.parametrize(

@@ -220,9 +220,15 @@ def sft_save(
     warmup_steps: int = 10,
     builder: str = "tiny",
     like_lengths: bool = False,
+    rounds: int = 1,
+    learned: Callable[[Any, Any], tuple[bool, str]] | None = None,
 ) -> Path:
     """A short SFT on tool-calling conversations (assistant tokens only), saved so that `out_dir` appears whole or
     not at all. Shared by the tiny model's build and every warm start.
+
+    `learned(model, tokenizer)` → (enough, what it measured), asked after each round of `epochs`: a round more (its
+    own warm-up and cosine decay, from where the last ended) while it says not enough, up to `rounds`; what it
+    measured last is recorded with the model (`learned`, `sft_rounds`).
 
     `like_lengths` batches conversations of like lengths: attention is most of a step at this size (a short hidden
     size, long conversations) and grows with the square of a batch's longest, which random batches padded 38 %
@@ -237,12 +243,19 @@ def sft_save(
     shutil.rmtree(work, ignore_errors=True)
 
     class Progress(TrainerCallback):
+        """Round 1 fills the bar; a later round (of at most `rounds`) says its steps in words at the bar's end."""
+
+        def __init__(self, round_: int) -> None:
+            self.round = round_
+
         def on_log(self, args, state, control, logs=None, **kwargs):
             if state.max_steps:
                 accuracy = (logs or {}).get("mean_token_accuracy")
                 note = f" (token accuracy {accuracy:.0%})" if accuracy is not None else ""
-                progress(f"SFT warm start step {state.global_step}/{state.max_steps}{note}",
-                         0.1 + 0.88 * state.global_step / state.max_steps)  # fmt: skip
+                done = state.global_step / state.max_steps
+                where = f" (round {self.round} of at most {rounds})" if self.round > 1 else ""
+                progress(f"SFT warm start step {state.global_step}/{state.max_steps}{where}{note}",
+                         0.1 + 0.88 * done if self.round == 1 else 0.98)  # fmt: skip
 
     args = SFTConfig(
         output_dir=str(work / "sft"),
@@ -265,14 +278,23 @@ def sft_save(
         disable_tqdm=True,
     )
     dataset = Dataset.from_list([{"messages": c["messages"], "tools": c["tools"]} for c in conversations])
-    trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
-                         callbacks=[Progress()])  # fmt: skip
-    trainer.remove_callback(PrinterCallback)  # our bar says it; the raw log dicts would break the bar's line
-    trainer.train()
+    measured: dict[str, Any] = {}
+    for round_ in range(1, rounds + 1):
+        trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
+                             callbacks=[Progress(round_)])  # fmt: skip
+        trainer.remove_callback(PrinterCallback)  # our bar says it; the raw log dicts would break the bar's line
+        trainer.train()
+        if learned is None:
+            break
+        enough, said = learned(model, tokenizer)
+        measured = {"sft_rounds": round_, "learned": said}
+        progress(f"SFT round {round_}: {said}", 0.98)
+        if enough:
+            break
     progress("saving", 0.99)
     model.save_pretrained(work)
     tokenizer.save_pretrained(work)
-    record = {**recipe, "builder": builder, "fingerprint": builder_fingerprint(builder)}
+    record = {**recipe, **measured, "builder": builder, "fingerprint": builder_fingerprint(builder)}
     (work / "trainyard-recipe.json").write_text(json.dumps(record, indent=2))
     shutil.rmtree(work / "sft", ignore_errors=True)
     shutil.rmtree(out_dir, ignore_errors=True)
