@@ -64,8 +64,26 @@ def decode(frame: str | bytes) -> dict[str, Any]:
     message = json.loads(frame)
     if message.get("type") == "error":
         data = message.get("data") or {}
-        raise EnvError(str(data.get("code", "ERROR")), str(data.get("message", data)))
+        raise EnvError(str(data.get("code", "ERROR")), str(data.get("message", data)) + _field_errors(data))
     return message.get("data") or {}
+
+
+def _field_errors(data: dict[str, Any]) -> str:
+    """What OpenEnv's "Invalid message" carries in its `errors` (pydantic's), said: which field and why. OpenEnv's
+    finqa on a dataset with a number for an answer refused every reset with "Invalid message" alone to the user, while
+    its frame said which field: `ground_truth: Input should be a valid string (44)`."""
+    errors = data.get("errors")
+    if not isinstance(errors, list) or not errors:
+        return ""
+    said = []
+    for error in errors[:3]:
+        if not isinstance(error, dict):
+            continue
+        where = ".".join(str(part) for part in error.get("loc") or []) or "message"
+        given = f" ({str(error['input'])[:60]})" if "input" in error and not isinstance(error["input"], dict) else ""
+        said.append(f"{where}: {error.get('msg', 'invalid')}{given}")
+    more = f"; and {len(errors) - 3} more" if len(errors) > 3 else ""
+    return f" ({'; '.join(said)}{more})" if said else ""
 
 
 def refused_socket(exc: Exception) -> bool:

@@ -58,3 +58,21 @@ async def test_async_sessions_step_concurrently(slow_endpoint):
 def test_a_closed_port_is_a_broken_session():
     with pytest.raises(SessionBroken, match="cannot open a session"):
         EnvSession("http://127.0.0.1:9", connect_timeout=1).open()
+
+
+def test_an_invalid_message_says_which_field_the_server_refused():
+    # The frame OpenEnv's server sent when finqa's reset failed validation (a number where its answer is a string).
+    import json
+
+    from envs.session import EnvError, decode
+
+    error = {"type": "string_type", "loc": ["ground_truth"], "msg": "Input should be a valid string", "input": 44}
+    frame = json.dumps({"type": "error", "data": {"message": "Invalid message", "code": "VALIDATION_ERROR",
+                                                  "errors": [error]}})  # fmt: skip
+    with pytest.raises(EnvError) as refused:
+        decode(frame)
+    assert refused.value.code == "VALIDATION_ERROR"
+    assert str(refused.value).endswith("Invalid message (ground_truth: Input should be a valid string (44))")
+    plain = json.dumps({"type": "error", "data": {"message": "Server at capacity", "code": "CAPACITY_REACHED"}})
+    with pytest.raises(EnvError, match=r"Server at capacity$"):
+        decode(plain)
