@@ -34,6 +34,21 @@ def test_tool_results_are_matched_with_the_environments_events():
     assert turns[0]["tool_calls"] == [{"name": "guess", "arguments": {"number": 8}}]
     assert turns[1]["reward"] == 0.0 and turns[1]["error"] is None
     assert turns[3]["error"] == "{'error': 'Tool jump not found.'}"
+    assert not any(t.get("not_run") for t in turns), "every call was answered"
+
+
+def test_a_call_the_budget_left_unrun_says_so():
+    # OpenEnv's maze at 384 completion tokens: its first answer took most of them, and TRL ran no second call.
+    log = EpisodeLog(episode_id="e1", reset_kwargs={"seed": 1})
+    log.events.append(ToolEvent("maze", {"action": 3}, "{...}", {}, -0.05, False, None, 0.01))
+    maze = {"type": "function", "function": {"name": "maze", "arguments": {"action": 3}}}
+    completion = [
+        {"role": "assistant", "content": "", "tool_calls": [maze]},
+        {"role": "tool", "name": "maze", "content": "{...}"},
+        {"role": "assistant", "content": "", "tool_calls": [maze]},
+    ]
+    turns = episode_turns(completion, log)
+    assert "not_run" not in turns[0] and "max_completion_length" in turns[2]["not_run"]
 
 
 def test_the_sample_policy_keeps_best_worst_errored_and_a_sample():

@@ -153,6 +153,25 @@ def clip_ratio_high(series: Series) -> Finding | None:
     return None
 
 
+def tool_calls_stopped(series: Series) -> Finding | None:
+    """The model stopped calling its tools: the environment calls per episode fell to a quarter of where the run
+    started (at least 0.5 then) or less, for 2 steps in a row. GRPO teaches it when episodes without a call score
+    more than episodes with one: OpenEnv's maze charges 0.05 for every move and pays only at an exit beyond the
+    run's turns, and at learning rate 5e-4 one step of a warm-started tiny model took it from 1.75 calls per
+    episode to none. Such a run still "succeeds", and its reward rises, while it learns nothing of the environment."""
+    if len(series) < 3:
+        return None
+    values = [v for _, v in series]
+    start = statistics.fmean(values[: min(3, len(values) - 2)])
+    if start < 0.5 or not all(v <= 0.25 * start for v in values[-2:]):
+        return None
+    step, last = series[-1]
+    return Finding(step, last, f"the model stopped calling its tools: {last:.2g} environment calls per episode, "
+                               f"from {start:.2g} at the start. GRPO learns that when episodes without a call score "
+                               "more than episodes with one: an environment that charges for every step, or a "
+                               "learning rate that moves the policy too far in a step")  # fmt: skip
+
+
 @dataclass(frozen=True)
 class BuiltinRule:
     key: str
@@ -172,5 +191,6 @@ BUILTIN_RULES: tuple[BuiltinRule, ...] = (
     BuiltinRule("environment_error_spike", "Environment-error spike", "env/tool_errors", environment_error_spike),
     BuiltinRule("entropy", "Entropy collapse or blow-up", "entropy", entropy_collapse_or_blowup),
     BuiltinRule("clip_ratio_high", "Clip ratio too high", "clip_ratio/region_mean", clip_ratio_high),
+    BuiltinRule("tool_calls_stopped", "Tool calls stopped", "env/tool_calls_per_episode", tool_calls_stopped),
 )
 STALLED_RULE_KEY = "stalled"  # judged by beat from the clock, not from a series (webapp/alerts/checks.py)

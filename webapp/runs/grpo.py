@@ -23,8 +23,11 @@ SLURM_NAME = re.compile(r"[A-Za-z0-9_.,:+-]*")  # a partition, account or QOS as
 
 @dataclass(frozen=True)
 class GRPOSettings:
-    # optimisation
-    learning_rate: float = 5e-4
+    # optimisation. The learning rate keeps a warm-started model calling its tools: at 5e-4 one GRPO step taught the
+    # tiny model to stop calling them (OpenEnv's maze: 1.75 calls per episode, then none; the coin game; the demo's
+    # guess-number at 3e-4); at 5e-5 it kept calling through the run (maze, given 1,024 completion tokens for its
+    # long observations: 1.6 to 1.9 accepted calls per episode on four seeds).
+    learning_rate: float = 5e-5
     per_device_train_batch_size: int = 4
     gradient_accumulation_steps: int = 1
     max_steps: int = 20

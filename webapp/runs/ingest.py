@@ -131,7 +131,16 @@ def episode_turns(completion: list[dict[str, Any]], log: EpisodeLog | None) -> l
             elif isinstance(turn["content"], str) and turn["content"].startswith("{'error'"):
                 turn["error"] = turn["content"]
             turns.append(turn)
+    if turns and turns[-1]["role"] == "assistant" and turns[-1]["tool_calls"]:
+        # TRL runs no call of the last generation once the episode's budget is spent: a call shown with no answer
+        # would read as one the environment ignored (OpenEnv's maze answers with ~300 tokens: at 384 completion
+        # tokens its second call never ran).
+        turns[-1]["not_run"] = NOT_RUN
     return turns
+
+
+NOT_RUN = ("not run: the episode's budget was spent before this call (max_completion_length tokens or "
+           "max_tool_calling_iterations turns)")  # fmt: skip
 
 
 def group_advantages(rewards: list[float], group_size: int) -> list[float | None]:

@@ -225,7 +225,8 @@
     return ep.turns.map((t) => {
       if (t.role === "assistant") {
         const calls = (t.tool_calls || []).map((c) => `<div class="turn assistant">→ <code>${esc(c.name)}(${esc(JSON.stringify(c.arguments))})</code></div>`).join("");
-        return (t.content ? `<div class="turn assistant">${esc(t.content)}</div>` : "") + calls;
+        const notRun = t.not_run ? `<div class="turn assistant muted">${esc(t.not_run)}</div>` : "";
+        return (t.content ? `<div class="turn assistant">${esc(t.content)}</div>` : "") + calls + notRun;
       }
       const credit = t.credit != null ? ` · the rubric's credit ${t.credit}` : "";
       const reward = t.reward != null ? ` <span class="muted">[reward ${t.reward}${credit}]</span>` : "";
