@@ -59,3 +59,31 @@ def test_the_sample_policy_keeps_best_worst_errored_and_a_sample():
     keep = transcripts_to_keep(rewards, errored, sample=2, seed=3)
     assert {1, 3, 7} <= keep
     assert len(keep) <= 5
+
+
+def test_a_step_whose_calls_the_budget_cut_records_how_many(acme, alice):
+    # Two maze episodes of one group: the first ran its one call; the second's second call was cut by the budget.
+    from types import SimpleNamespace
+
+    from tests.webapp.runs.conftest import register_builtin
+    from webapp.runs.models import Episode
+    from webapp.runs.services import run_create
+    from workers.training.recording import EpisodeRecorder
+
+    run = run_create(team=acme, user=alice, env_version=register_builtin(acme, "guess-number"), start=False)
+    maze = {"type": "function", "function": {"name": "maze", "arguments": {"action": 3}}}
+
+    def played(calls: int):
+        log = EpisodeLog(episode_id=f"e{calls}", reset_kwargs={"seed": calls})
+        log.events.append(ToolEvent("maze", {"action": 3}, "{...}", {}, -0.05, False, None, 0.01))
+        turns = [{"role": "assistant", "content": "", "tool_calls": [maze]}, {"role": "tool", "name": "maze",
+                                                                             "content": "{...}"}]  # fmt: skip
+        return turns + [{"role": "assistant", "content": "", "tool_calls": [maze]}] * (calls - 1), log
+
+    (one, log_one), (cut, log_cut) = played(1), played(2)
+    recorder = EpisodeRecorder(run, group_size=2)
+    recorder.record(step=1, prompts=["p", "p"], completions=[one, cut], rewards=[-0.05, -0.05],
+                    environments=[SimpleNamespace(episode=log_one), SimpleNamespace(episode=log_cut)])  # fmt: skip
+    assert recorder.last_counts["env/calls_not_run"] == 1 and recorder.last_counts["env/tool_calls"] == 2
+    cut_turns = Episode.objects.get(run=run, index_in_group=1).turns
+    assert cut_turns[-1]["not_run"].startswith("not run")

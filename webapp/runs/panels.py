@@ -25,7 +25,8 @@ SECTIONS: tuple[Section, ...] = (
     Section("reward", "Reward", ("reward", "frac_reward_zero_std")),
     Section("eval", "Held-out evaluation", ("eval/mean_reward", "eval/success_rate", "eval/pass@1")),
     Section("tools", "Tools and environment", ("tools/call_frequency", "tools/failure_frequency",
-                                               "env/tool_calls_per_episode", "env/tool_calls", "env/tool_errors")),
+                                               "env/tool_calls_per_episode", "env/tool_calls", "env/tool_errors",
+                                               "env/calls_not_run")),
     Section("policy", "Policy and loss", ("loss", "kl", "entropy", "clip_ratio/region_mean", "clip_ratio/low_mean",
                                           "clip_ratio/high_mean", "grad_norm", "learning_rate")),
     Section("completions", "Completions", ("completions/mean_length", "completions/clipped_ratio",
@@ -67,6 +68,7 @@ TITLES = {
     "env/tool_calls": "Tool calls that reached the environment",
     "env/tool_errors": "Tool calls the environment refused",
     "env/tool_calls_per_episode": "Environment calls per episode",
+    "env/calls_not_run": "Calls not run: the episode's token or turn budget was spent",
 }
 WORDS = {"kl": "KL", "pass@1": "pass@1", "std": "std", "frac": "share", "num": "number of", "eval": "eval"}
 

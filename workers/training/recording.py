@@ -114,6 +114,7 @@ class EpisodeRecorder:
                    for env in environments]  # fmt: skip
         keep = range(len(rewards)) if self.policy == "all" else transcripts_to_keep(rewards, errored, self.SAMPLE, step)
         rows = []
+        not_run = 0  # calls the episode's budget cut off: a run short of completion tokens shows it here
         # Each rank holds whole groups (settings check it); its groups follow the lower ranks' in the step.
         first_group = self.rank * (len(rewards) // max(1, self.group_size))
         for index, (prompt, completion, env, reward) in enumerate(zip(prompts, completions, environments, rewards,
@@ -121,6 +122,7 @@ class EpisodeRecorder:
             log = env.episode
             turns = episode_turns(completion, log)
             tool_turns = [t for t in turns if t["role"] == "tool"]
+            not_run += bool(turns and turns[-1].get("not_run"))
             text = prompt_text(prompt)
             reset_kwargs = log.reset_kwargs if log else {}
             rows.append(
@@ -147,7 +149,8 @@ class EpisodeRecorder:
         answered, failed = environment_calls(environments)
         episodes_ingest(self.run_id, rows, answered=answered, failed=failed)
         self.last_counts = {"env/tool_calls": answered, "env/tool_errors": failed,
-                            "env/tool_calls_per_episode": answered / max(1, len(rows))}  # fmt: skip
+                            "env/tool_calls_per_episode": answered / max(1, len(rows)),
+                            "env/calls_not_run": not_run}  # fmt: skip
         return rows
 
     delta = staticmethod(episode_delta)
