@@ -58,5 +58,11 @@ def test_a_model_that_stops_calling_its_tools_is_told_and_a_dip_of_one_step_is_n
             4.25, 3.25, 4.5, 4.25, 5.0, 2.25, 1.0, 3.75, 4.75, 4.5, 3.0, 3.75, 4.75, 4.0, 5.0, 4.25, 2.5, 5.0,
             5.0]  # fmt: skip
     assert [n for n in range(1, len(demo) + 1) if conditions.tool_calls_stopped(series(demo[:n]))] == []
+    # `manage.py demo_run` itself (its held-out evals too): a dip to 1.0 at its second step, then 2.5.
+    demo_run = [4.75, 1.0, 2.5, 4.5, 5.0, 3.5, 3.5, 4.75, 4.5, 4.75, 3.75, 3.5, 4.0, 4.0, 1.0, 3.25, 2.75, 4.0, 4.25,
+                3.5, 3.0, 2.5, 3.5, 3.5, 2.75, 4.5, 1.0, 3.5, 1.75, 3.0, 3.75, 4.5, 3.5, 4.0, 3.5, 3.25, 2.75, 4.0,
+                3.25, 2.5, 3.0, 3.25, 3.0, 1.25, 2.0, 4.0, 4.0, 2.5, 2.5, 2.25, 4.0, 2.0, 3.5, 3.25, 2.5, 3.75, 2.75,
+                4.25, 2.75, 4.75]  # fmt: skip
+    assert [n for n in range(1, 61) if conditions.tool_calls_stopped(series(demo_run[:n]))] == []
     assert conditions.tool_calls_stopped(series([0.25, 0.0, 0.0])) is None, "a run that hardly called: nothing stopped"
     assert conditions.tool_calls_stopped(series([2.0, 0.5, 1.0])) is None, "half of the start is no stop"
