@@ -8,6 +8,8 @@ from typing import Any, Literal
 from ninja import Field, Schema
 from pydantic import field_validator
 
+from webapp.evals.models import DEFAULT_MAX_TOKENS
+
 
 def _nul_in(value: Any) -> bool:
     if isinstance(value, str):
@@ -293,7 +295,7 @@ class EvaluationIn(InputSchema):
     temperature: float = Field(1.0, ge=0.0, le=2.0)
     top_p: float = Field(1.0, gt=0.0, le=1.0)
     max_turns: int = Field(6, ge=1, le=64)
-    max_tokens: int = Field(384, ge=16, le=8192)
+    max_tokens: int = Field(DEFAULT_MAX_TOKENS, ge=16, le=8192)
     name: str = Field("", max_length=100)
 
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django import forms
 
+from webapp.evals.models import DEFAULT_MAX_TOKENS
 from webapp.evals.services import BOUNDS
 
 
@@ -22,7 +23,7 @@ class EvaluationCreateForm(forms.Form):
     temperature = forms.FloatField(initial=1.0, min_value=0.0, max_value=BOUNDS["temperature"][1])
     top_p = forms.FloatField(initial=1.0, min_value=0.0, max_value=1.0)
     max_turns = forms.IntegerField(initial=6, min_value=1, max_value=int(BOUNDS["max_turns"][1]))
-    max_tokens = forms.IntegerField(initial=384, min_value=1, max_value=int(BOUNDS["max_tokens"][1]))
+    max_tokens = forms.IntegerField(initial=DEFAULT_MAX_TOKENS, min_value=1, max_value=int(BOUNDS["max_tokens"][1]))
     name = forms.CharField(required=False, max_length=100)
 
     def __init__(self, *args, versions=(), **kwargs) -> None:

@@ -12,6 +12,10 @@ from django.urls import reverse
 from webapp.accounts.models import Team
 from webapp.catalog.models import EnvironmentVersion
 
+# An evaluation's token budget for all turns of an episode, as a run's (runs.grpo.GRPOSettings.max_completion_length):
+# an evaluation of a run's model measures what the run trained.
+DEFAULT_MAX_TOKENS = 1024
+
 
 class EvalStatus(models.TextChoices):
     QUEUED = "queued"
@@ -65,7 +69,7 @@ class Evaluation(models.Model):
     temperature = models.FloatField(default=1.0)
     top_p = models.FloatField(default=1.0)
     max_turns = models.PositiveIntegerField(default=6)
-    max_tokens = models.PositiveIntegerField(default=384)
+    max_tokens = models.PositiveIntegerField(default=DEFAULT_MAX_TOKENS)
     settings_key = models.CharField(max_length=64, db_index=True)
     provider = models.CharField(max_length=20, default="process")
     # how it went

@@ -16,7 +16,14 @@ from webapp.accounts.models import Role, Team
 from webapp.accounts.selectors import membership_require
 from webapp.catalog.models import EnvironmentVersion
 from webapp.core.work_queue import WorkKind, work_queue
-from webapp.evals.models import ACTIVE, EVAL_TIMESTAMP_FIELD, EVAL_TRANSITIONS, EvalStatus, Evaluation
+from webapp.evals.models import (
+    ACTIVE,
+    DEFAULT_MAX_TOKENS,
+    EVAL_TIMESTAMP_FIELD,
+    EVAL_TRANSITIONS,
+    EvalStatus,
+    Evaluation,
+)
 from webapp.evals.seeds import seeds_parse
 from webapp.evals.selectors import evaluations_described, evaluations_waiting
 
@@ -79,7 +86,7 @@ def evaluation_create(
     temperature: float = 1.0,
     top_p: float = 1.0,
     max_turns: int = 6,
-    max_tokens: int = 384,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
     provider: str | None = None,
     name: str = "",
     start: bool = True,

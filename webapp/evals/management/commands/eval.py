@@ -15,7 +15,7 @@ from webapp.catalog.management.commands.env import environment_resolve
 from webapp.core.cli_errors import validation_text
 from webapp.core.follow import progress_follow
 from webapp.evals import services
-from webapp.evals.models import FINISHED, Evaluation
+from webapp.evals.models import DEFAULT_MAX_TOKENS, FINISHED, Evaluation
 from webapp.evals.selectors import evaluation_summary
 
 
@@ -57,7 +57,7 @@ class Command(BaseCommand):
         create.add_argument("--temperature", type=float, default=1.0)
         create.add_argument("--top-p", type=float, default=1.0)
         create.add_argument("--max-turns", type=int, default=6)
-        create.add_argument("--max-tokens", type=int, default=384)
+        create.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS)
         create.add_argument("--provider", choices=["process", "docker", "url"])
         create.add_argument("--name", default="")
         create.add_argument("--wait", action="store_true", help="wait for the end, with a progress bar")
