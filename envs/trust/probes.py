@@ -333,12 +333,24 @@ def _deltas(session: EnvSession, seed: int, actions: list[dict], neighbour=None)
     return changes
 
 
+def clocks_of(moves: dict[str, set[float]], samples: dict[str, int], *, least: int = 4) -> dict[str, float]:
+    """The numbers that moved by one amount, not zero, in every one of at least `least` solo steps: an episode's
+    own clocks (a step counter, steps left), by path, with that amount."""
+    return {
+        path: next(iter(seen))
+        for path, seen in moves.items()
+        if len(seen) == 1 and next(iter(seen)) != 0 and samples[path] >= least
+    }
+
+
 def _isolation_by_invariants(ctx: ProbeContext, episodes: int = 4, busy_steps: int = 2,
                              most_episodes: int = 32) -> ProbeResult:  # fmt: skip
     """Random servers: a replay cannot match, so look for what only another session could change. A number that
     moves by the same amount in every step of every solo episode (a step counter, steps left) is the episode's
     own clock; if it moves differently while a neighbour steps, the neighbour moved it. Random numbers never
-    move by the same amount every time, so randomness cannot raise this alarm.
+    move by the same amount every time, so randomness cannot raise this alarm. A number that never moved is no
+    clock (`clocks_of`): OpenSpiel's catch shows its board as cells of 0 and 1, and a cell the ball missed in four
+    solo episodes, then crossed beside a neighbour, was the dice, not the neighbour.
 
     Random episodes may end early (a bust, a lost game), so solo episodes are played until a clock has been seen
     move at least four times (up to `most_episodes`): the verdict must not depend on how the dice fell."""
@@ -347,7 +359,7 @@ def _isolation_by_invariants(ctx: ProbeContext, episodes: int = 4, busy_steps: i
     plans: list[tuple[int, list[dict]]] = []
 
     def clocks_seen() -> dict[str, float]:
-        return {p: next(iter(v)) for p, v in solo.items() if len(v) == 1 and samples[p] >= 4}
+        return clocks_of(solo, samples)
 
     while len(plans) < most_episodes and (len(plans) < episodes or not clocks_seen()):
         seed = ctx.seed + 40 + len(plans)

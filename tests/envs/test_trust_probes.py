@@ -199,3 +199,14 @@ def test_a_hidden_field_shown_on_purpose_and_the_same_in_every_episode_is_no_lea
     result = probe_hidden_state(probe_context(fixture_source("beacon_public_rules", capacity=CAPACITY)))
     assert result.status == PASSED
     assert "hidden fields ['max_steps'] show, but are the same in every episode" in result.summary
+
+
+def test_a_number_that_never_moved_alone_is_no_clock():
+    # OpenSpiel's catch, measured: board cells the ball missed in four solo episodes stayed 0, then one moved beside
+    # a neighbour by chance, and isolation failed. A step counter (moves by 1 every step) stays the clock it was.
+    from envs.trust.probes import clocks_of
+
+    moves = {"observation.info_state[5]": {0.0}, "observation.steps_left": {-1.0}, "observation.score": {0.0, 1.0}}
+    samples = {"observation.info_state[5]": 12, "observation.steps_left": 12, "observation.score": 12}
+    assert clocks_of(moves, samples) == {"observation.steps_left": -1.0}
+    assert clocks_of(moves, {**samples, "observation.steps_left": 3}) == {}, "three steps are too few to call it one"
