@@ -8,7 +8,7 @@ from typing import Any, Literal
 from ninja import Field, Schema
 from pydantic import field_validator
 
-from webapp.evals.models import DEFAULT_MAX_TOKENS
+from webapp.evals.episode_budget import DEFAULT_MAX_TOKENS
 
 
 def _nul_in(value: Any) -> bool:

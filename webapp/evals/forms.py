@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django import forms
 
-from webapp.evals.models import DEFAULT_MAX_TOKENS
+from webapp.evals.episode_budget import DEFAULT_MAX_TOKENS
 from webapp.evals.services import BOUNDS
 
 

@@ -11,10 +11,7 @@ from django.urls import reverse
 
 from webapp.accounts.models import Team
 from webapp.catalog.models import EnvironmentVersion
-
-# An evaluation's token budget for all turns of an episode, as a run's (runs.grpo.GRPOSettings.max_completion_length):
-# an evaluation of a run's model measures what the run trained.
-DEFAULT_MAX_TOKENS = 1024
+from webapp.evals.episode_budget import DEFAULT_MAX_TOKENS
 
 
 class EvalStatus(models.TextChoices):

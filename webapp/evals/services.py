@@ -16,14 +16,8 @@ from webapp.accounts.models import Role, Team
 from webapp.accounts.selectors import membership_require
 from webapp.catalog.models import EnvironmentVersion
 from webapp.core.work_queue import WorkKind, work_queue
-from webapp.evals.models import (
-    ACTIVE,
-    DEFAULT_MAX_TOKENS,
-    EVAL_TIMESTAMP_FIELD,
-    EVAL_TRANSITIONS,
-    EvalStatus,
-    Evaluation,
-)
+from webapp.evals.episode_budget import DEFAULT_MAX_TOKENS
+from webapp.evals.models import ACTIVE, EVAL_TIMESTAMP_FIELD, EVAL_TRANSITIONS, EvalStatus, Evaluation
 from webapp.evals.seeds import seeds_parse
 from webapp.evals.selectors import evaluations_described, evaluations_waiting
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
+from webapp.evals.episode_budget import DEFAULT_MAX_TOKENS
 from webapp.evals.seeds import DEFAULT_EVAL_SEEDS, seeds_parse
 
 LOSS_TYPES = ("dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo", "luspo", "vespo")
@@ -38,10 +39,7 @@ class GRPOSettings:
     temperature: float = 1.0
     top_p: float = 1.0
     top_k: int = 0
-    # Room for several calls and the environment's answers, as the warm start teaches them (whole episodes of up to
-    # 1,024 tokens): OpenEnv's maze and chess answer each move with ~300 tokens, so at 384 most episodes ended after
-    # one call (maze 0.75 to 0.92 accepted calls per episode, chess 0.83 to 1.0; at 1,024: 1.58 to 1.92, 1.5 to 2.25).
-    max_completion_length: int = 1024
+    max_completion_length: int = DEFAULT_MAX_TOKENS  # room for several calls and their answers: episode_budget
     max_tool_calling_iterations: int = 6
     # loss
     loss_type: str = "dapo"

@@ -102,6 +102,10 @@ def episode_delta(episode: Episode) -> dict[str, Any]:
     }
 
 
+NOT_RUN = ("not run: the episode's budget was spent before this call (max_completion_length tokens or "
+           "max_tool_calling_iterations turns)")  # fmt: skip
+
+
 def episode_turns(completion: list[dict[str, Any]], log: EpisodeLog | None) -> list[dict[str, Any]]:
     """Assistant turns with their tool calls, and tool results matched with the environment's own events."""
     events = list(log.events) if log else []
@@ -137,10 +141,6 @@ def episode_turns(completion: list[dict[str, Any]], log: EpisodeLog | None) -> l
         # tokens its second call never ran).
         turns[-1]["not_run"] = NOT_RUN
     return turns
-
-
-NOT_RUN = ("not run: the episode's budget was spent before this call (max_completion_length tokens or "
-           "max_tool_calling_iterations turns)")  # fmt: skip
 
 
 def group_advantages(rewards: list[float], group_size: int) -> list[float | None]:

@@ -15,7 +15,8 @@ from webapp.catalog.management.commands.env import environment_resolve
 from webapp.core.cli_errors import validation_text
 from webapp.core.follow import progress_follow
 from webapp.evals import services
-from webapp.evals.models import DEFAULT_MAX_TOKENS, FINISHED, Evaluation
+from webapp.evals.episode_budget import DEFAULT_MAX_TOKENS
+from webapp.evals.models import FINISHED, Evaluation
 from webapp.evals.selectors import evaluation_summary
 
 
