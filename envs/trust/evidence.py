@@ -8,6 +8,9 @@ import re
 from typing import Any
 
 ADVICE = {
+    "steps": "What it means: a run on it ends every episode at its first call (an error instead of an observation), "
+    "so there is nothing to learn and no probe can judge its episodes; fix: the server's step(), which fails "
+    "whatever it is sent (the error names the cause).",
     "clean_reset": "What it means: an episode starts where the last one ended, so its reward depends on the rollout "
     "before it and a GRPO group compares unequal starts; fix: rebuild all episode state (counters included) in "
     "reset().",

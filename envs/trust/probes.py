@@ -809,11 +809,49 @@ PROBES = [probe_clean_reset, probe_seed_determinism, probe_session_isolation, pr
           probe_hidden_state, probe_capacity, probe_timeouts]  # fmt: skip
 
 
+STEP_TRIES = 8
+
+
+def step_failure(ctx: ProbeContext, tries: int = STEP_TRIES) -> ProbeResult | None:
+    """A failed `steps` result when the server answered `tries` different schema-valid actions with one and the same
+    error: an answer that does not depend on the input is a step that cannot work (OpenEnv's DIPG returns its
+    client's StepResult from step(), and every call answers "EXECUTION_ERROR: 'StepResult' object has no attribute
+    'model_dump'"). Without this the probes compared errors with errors and said "passed". A server that refuses
+    many inputs for their content (an enum sent as text) answers each in its own words, or with a validation error,
+    and is judged as before."""
+    errors: set[str] = set()
+    actions = _actions(ctx, ctx.seed + 97, tries)
+    try:
+        with ctx.session() as s:
+            s.reset(seed=ctx.seed)
+            for action in actions:
+                try:
+                    s.step(action)
+                except EnvError as exc:
+                    if exc.code == "VALIDATION_ERROR":
+                        return None  # a refusal of this input, not a step that cannot work
+                    errors.add(str(exc)[:300])
+                    continue
+                return None
+    except (SessionBroken, SessionTimedOut):
+        return None  # the probes that own these say them
+    if len(errors) != 1 or len({_shown(a) for a in actions}) < 2:
+        return None
+    summary = f"every step failed: {tries} different schema-valid actions were all answered with the same error"
+    return failed("steps", summary, [f"{errors.pop()} (after reset(seed={ctx.seed}); e.g. {_shown(actions[0])})"])
+
+
 def run_probes(ctx: ProbeContext, progress=lambda name, i, n: None) -> list[ProbeResult]:
     """Establish what the server is, then run the probes in order; the timeouts probe runs last, because the
-    steps it hangs may hold sessions for a while."""
+    steps it hangs may hold sessions for a while. A server that cannot step at all is said so once, and no probe
+    claims to have judged its episodes."""
     progress("establishing", 0, len(PROBES))
     establish(ctx)
+    broken = step_failure(ctx)
+    if broken is not None:
+        unjudged = [ProbeResult(p.__name__.removeprefix("probe_"), NOT_APPLICABLE, "could not judge: no step "
+                                "succeeded (see steps)") for p in PROBES]  # fmt: skip
+        return [broken, *unjudged]
     results = []
     for i, probe in enumerate(PROBES):
         name = probe.__name__.removeprefix("probe_")

@@ -91,6 +91,17 @@ def test_each_planted_fault_is_caught_by_its_probe_and_by_no_other(probe_context
     assert found.evidence and found.advice.startswith("What it means:") and "fix:" in found.advice
 
 
+def test_a_server_that_fails_every_step_is_said_so_once_and_no_probe_claims_to_have_judged_it(probe_context):
+    """Before, the probes compared its errors with its errors and five of them said "passed"."""
+    results = run_probes(probe_context(fixture_source("beacon_broken_step", capacity=CAPACITY)))
+    steps, *others = results
+    assert (steps.name, steps.status) == ("steps", FAILED), steps
+    assert "'StepResult' object has no attribute 'model_dump'" in steps.evidence[0]
+    assert steps.advice.startswith("What it means:")
+    assert len(others) == 7 and {r.status for r in others} == {NOT_APPLICABLE}
+    assert all(r.summary.startswith("could not judge") for r in others)
+
+
 CLEAN_TWINS = {"beacon_clean": CAPACITY, "beacon_stochastic": CAPACITY, "beacon_capacity_one": 1,
                "beacon_public_rules": CAPACITY, "beacon_timed": CAPACITY, "beacon_penalty": CAPACITY,
                "beacon_random_start": CAPACITY, "beacon_stated_task": CAPACITY}  # fmt: skip

@@ -117,10 +117,13 @@ def test_a_warm_start_on_an_enum_sent_as_text_teaches_calls_the_environment_acce
     version = add(acme, "text_enum")
     recipe = json.loads((warm_start(version) / "trainyard-recipe.json").read_text())
     assert recipe["calls_sent"] >= 24 and recipe["calls_accepted"] / recipe["calls_sent"] >= 0.9, recipe
-    # Its SFT went on until the model's own calls took the words the observations listed (a round more if not).
-    took, checked = map(int, re.fullmatch(r"its own calls took an offered value (\d+) of (\d+) times",
-                                          recipe["learned"]).groups())  # fmt: skip
+    # Its SFT went on until the model's own calls took the words the observations listed, and its first turns,
+    # sampled as the run samples them, were calls (a round more if not).
+    took, checked, called, drawn = map(int, re.fullmatch(
+        r"its own calls took an offered value (\d+) of (\d+) times; (\d+) of (\d+) first turns sampled at "
+        r"temperature 1 were calls", recipe["learned"]).groups())  # fmt: skip
     assert checked >= 16 and took >= 0.75 * checked and 1 <= recipe["sft_rounds"] <= 4, recipe
+    assert drawn >= 32 and (called >= 0.95 * drawn or recipe["sft_rounds"] == 4), recipe
     run = train(acme, version, warmstart_name(version))
 
     assert run.status == Status.SUCCEEDED, run.failure_reason

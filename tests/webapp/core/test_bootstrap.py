@@ -24,6 +24,18 @@ def test_bootstrap_is_idempotent_and_prints_the_login(db):
     assert get_user_model().objects.get(username="demo").check_password("trainyard-demo")
 
 
+def test_bootstrap_before_migrate_says_to_migrate_first(tmp_path):
+    """A new user who runs `manage.py bootstrap` by hand on an empty database gets the fix in one line, not a
+    `no such table` traceback."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env.update(TRAINYARD_DATA_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="webapp.settings")
+    done = subprocess.run([sys.executable, "manage.py", "bootstrap", "--skip-model"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode != 0
+    assert "run `python manage.py migrate` first" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+
+
 @pytest.mark.slow
 def test_a_first_start_is_quiet_and_leaves_no_redis_behind(tmp_path):
     """What `make demo` does on a fresh machine: Redis first, then migrate and bootstrap: no traceback, no warning,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
+from webapp.core.schema import require_current_schema
 from webapp.demo.bootstrap import demo_bootstrap
 
 
@@ -15,6 +16,7 @@ class Command(BaseCommand):
         parser.add_argument("--skip-model", action="store_true", help="do not build the tiny local model")
 
     def handle(self, *args, **options) -> None:
+        require_current_schema()
         demo_bootstrap(stdout=self.stdout)
         if options["skip_model"]:
             return
