@@ -469,6 +469,7 @@ def probe_reward_integrity(ctx: ProbeContext) -> ProbeResult:
                                 f"its neutral twin {_shown(neutral)} earned {neutral_reward}")  # fmt: skip
     honest = _honest_pay(ctx, ctx.seed)
     accepted: list[float] = []
+    otherwise: list[str] = []  # refused with an error frame other than a validation error
     for label, action in malformed:
         checked += 1
         try:
@@ -483,18 +484,41 @@ def probe_reward_integrity(ctx: ProbeContext) -> ProbeResult:
                 evidence.append(f"{label} was accepted and earned {reward}, more than honest play's first step "
                                 f"earns after the same reset ({honest:g}): {_shown(action)}")  # fmt: skip
         except EnvError as exc:
+            # An error frame of another code is a refusal in other words (OpenEnv's finqa answers an int sent as its
+            # string answer with EXECUTION_ERROR: the MCP tool raised): the episode goes on and earns nothing. Only
+            # a server that stops answering after it crashed.
             if exc.code != "VALIDATION_ERROR":
-                evidence.append(f"{label} was not refused as invalid but failed with {exc.code}: "
-                                f"{exc.message[:200]} ({_shown(action)})")  # fmt: skip
+                otherwise.append(f"{exc.code} for {label}")
+                if not _still_answers(ctx):
+                    evidence.append(f"{label} crashed the server: it failed with {exc.code}: {exc.message[:200]} "
+                                    f"and a new session could not reset after it ({_shown(action)})")  # fmt: skip
         except SessionBroken as exc:
             evidence.append(f"{label} broke the session: {exc} ({_shown(action)})")
     if evidence:
         return failed("reward_integrity", "actions could earn what they did not do, or crash", evidence)
     compared = (f"; {len(accepted)} malformed actions were answered without a validation error and earned at most "
                 f"{max(accepted):g} against honest play's {honest:g}" if accepted else "")  # fmt: skip
+    errors = (f"; {len(otherwise)} were refused with another error than a validation error, and the server went on "
+              f"({otherwise[0]})" if otherwise else "")  # fmt: skip
     sampled = f" (a sample of {offered}, across all {len(ctx.tools)} tools)" if checked < offered else ""
     return ProbeResult("reward_integrity", PASSED, f"{checked} adversarial and malformed actions{sampled} earned "
-                       f"nothing extra{compared}")  # fmt: skip
+                       f"nothing extra{compared}{errors}")  # fmt: skip
+
+
+def _still_answers(ctx: ProbeContext, tries: int = 10) -> bool:
+    """Whether a new session resets; a server of one session may not have freed the last one yet."""
+    for _ in range(tries):
+        try:
+            with ctx.session() as s:
+                s.reset(seed=ctx.seed)
+            return True
+        except EnvError as exc:
+            if not _capacity_refusal(exc):
+                return False
+        except (SessionBroken, SessionTimedOut, OSError):
+            return False
+        time.sleep(0.3)
+    return False
 
 
 def _attack_pays_again(ctx: ProbeContext, seed: int, attack: dict, neutral: dict) -> bool:

@@ -104,7 +104,8 @@ def test_a_server_that_fails_every_step_is_said_so_once_and_no_probe_claims_to_h
 
 CLEAN_TWINS = {"beacon_clean": CAPACITY, "beacon_stochastic": CAPACITY, "beacon_capacity_one": 1,
                "beacon_public_rules": CAPACITY, "beacon_timed": CAPACITY, "beacon_penalty": CAPACITY,
-               "beacon_random_start": CAPACITY, "beacon_stated_task": CAPACITY}  # fmt: skip
+               "beacon_random_start": CAPACITY, "beacon_stated_task": CAPACITY,
+               "beacon_raising_refusal": CAPACITY}  # fmt: skip
 
 
 @pytest.mark.parametrize(("twin", "capacity"), CLEAN_TWINS.items())
@@ -112,7 +113,8 @@ def test_no_probe_fails_on_a_clean_twin(probe_context, twin, capacity):
     """Deterministic; random by declaration; a single session, declared as such; a public state field shown; a
     timing and a lifetime frame counter shown; a malformed input answered with a penalty instead of an error; a
     random start where the opponent may move first (declared random: not a dirty reset, whatever the dice say); a
-    task statement kept in state and shown (a different one each episode; knowing it earns nothing)."""
+    task statement kept in state and shown (a different one each episode; knowing it earns nothing); an input of
+    the wrong type refused by raising."""
     results = run_probes(probe_context(fixture_source(twin, capacity=capacity), capacity=capacity))
     assert [r for r in results if r.status == FAILED] == [], results
     assert len(results) == 7
@@ -121,6 +123,9 @@ def test_no_probe_fails_on_a_clean_twin(probe_context, twin, capacity):
     if twin == "beacon_penalty":  # no reward is not earning, a penalty neither: the report shows the comparison
         summary = next(r.summary for r in results if r.name == "reward_integrity")
         assert "earned at most -0.1 against honest play's" in summary
+    if twin == "beacon_raising_refusal":  # an error of another code is a refusal too, and the report counts them
+        summary = next(r.summary for r in results if r.name == "reward_integrity")
+        assert "were refused with another error than a validation error, and the server went on" in summary
     if twin == "beacon_timed":  # compared without them, and the report says so
         summary = next(r.summary for r in results if r.name == "seed_determinism")
         assert "execution_time, frame_number left out" in summary
