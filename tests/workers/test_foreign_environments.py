@@ -123,7 +123,7 @@ def test_a_warm_start_on_an_enum_sent_as_text_teaches_calls_the_environment_acce
         r"its own calls took an offered value (\d+) of (\d+) times; (\d+) of (\d+) first turns sampled at "
         r"temperature 1 were calls", recipe["learned"]).groups())  # fmt: skip
     assert checked >= 16 and took >= 0.75 * checked and 1 <= recipe["sft_rounds"] <= 4, recipe
-    assert drawn >= 32 and (called >= 0.95 * drawn or recipe["sft_rounds"] == 4), recipe
+    assert drawn >= 32 and (called >= 0.9 * drawn or recipe["sft_rounds"] == 4), recipe
     run = train(acme, version, warmstart_name(version))
 
     assert run.status == Status.SUCCEEDED, run.failure_reason
